@@ -1,0 +1,52 @@
+"""`cm-gym` console command. Each sub-command lives in its own module of this package and exposes
+``add_parser(subparsers)`` (which sets ``func`` on its parser) — adding one means adding a module
+name to `COMMANDS`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+COMMANDS = ("build", "memory", "train", "evaluate", "run", "serve_llm", "benchmarks")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cm-gym", description="Verified counterfactual memory gym.")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v, -vv)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"cm_gym.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"cm_gym.cli.{name}":
+                continue
+            raise
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        from cm_gym.types import CmGymError
+
+        if isinstance(exc, CmGymError):
+            print(f"cm-gym: error: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

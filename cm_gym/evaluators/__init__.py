@@ -1,0 +1,1 @@
+"""cm_gym.evaluators"""

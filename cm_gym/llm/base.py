@@ -1,0 +1,55 @@
+"""The LLM protocol every backend implements: one call from a template name and fields to text.
+
+Everything above it (agent loop, construction, env) depends only on this protocol. `fields` may
+carry non-string objects (the `Task`, the `AgentState`): templates render only their own string
+fields, and the simulated LLM may read the objects (see `llm/simulated.py`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+# Template names (paper Table 7). Their text, versions and parsers live in `llm/prompts.py`.
+DRAFT_ACTION = "DRAFT_ACTION"
+REVISE_WITH_RECORD = "REVISE_WITH_RECORD"
+GENERATE_LOCAL_ALTERNATIVES = "GENERATE_LOCAL_ALTERNATIVES"
+DISTIL_RECORD = "DISTIL_RECORD"
+RECORD_RENDER = "RECORD_RENDER"
+RECORD_RENDER_NO_CONDITION = "RECORD_RENDER_NO_CONDITION"
+BEST_OF_N_JUDGE = "BEST_OF_N_JUDGE"
+REFLECT = "REFLECT"
+
+
+@dataclass(frozen=True)
+class Completion:
+    """An LLM reply with its token accounting. `cached` marks a replay from the response cache
+    (the tokens are what the call *would* have cost); `estimated` marks counts not reported by the
+    server."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached: bool = False
+    estimated: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A frozen LLM: `complete(template, fields) -> Completion`."""
+
+    name: str
+
+    def complete(self, template: str, fields: Mapping[str, Any]) -> Completion: ...
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count (≈ 4 characters per token), used where a server reports no usage and by
+    the simulated LLM, so both count on the same rendered templates."""
+    return max(1, math.ceil(len(text) / 4)) if text else 0

@@ -1,0 +1,129 @@
+"""Benchmark registry: `register_benchmark()` turns a domain plugin into Gymnasium env ids.
+
+Like lm-evaluation-harness's task registry it refuses duplicate names. Registering benchmark
+``Name`` in namespace ``ns`` registers the Gymnasium id ``ns/Name-v<version>`` whose entry point
+is the shared `MemorySelectionEnv`; the env reaches the domain only through this registry.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from cm_gym.domains.base import Domain
+from cm_gym.types import CmGymError, Task
+
+logger = logging.getLogger(__name__)
+
+ENV_ENTRY_POINT = "cm_gym.envs.selection:MemorySelectionEnv"
+
+
+class RegistryError(CmGymError):
+    """Unknown or duplicate benchmark / domain name."""
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """One registered benchmark: a domain plus a task source.
+
+    `load_tasks(**kwargs)` returns the benchmark's tasks (deterministic for given kwargs);
+    `env_kwargs` are defaults passed to the env; `split_by_env` asks the default split to keep
+    environments (databases, repositories) disjoint between build/train and eval.
+    """
+
+    name: str
+    domain: Callable[[], Domain]
+    load_tasks: Callable[..., Sequence[Task]]
+    description: str = ""
+    version: int = 0
+    namespace: str = "cm_gym"
+    split_by_env: bool = False
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def env_id(self) -> str:
+        return f"{self.namespace}/{self.name}-v{self.version}"
+
+
+_BENCHMARKS: dict[str, BenchmarkSpec] = {}
+_DOMAINS: dict[str, Domain] = {}
+_DOMAIN_FACTORIES: dict[str, Callable[[], Domain]] = {}
+
+
+def register_benchmark(
+    name: str,
+    *,
+    domain: Callable[[], Domain],
+    load_tasks: Callable[..., Sequence[Task]],
+    description: str = "",
+    version: int = 0,
+    namespace: str = "cm_gym",
+    split_by_env: bool = False,
+    env_kwargs: Mapping[str, Any] | None = None,
+) -> BenchmarkSpec:
+    """Register a benchmark and its Gymnasium id. A duplicate name or env id is refused."""
+    spec = BenchmarkSpec(
+        name=name,
+        domain=domain,
+        load_tasks=load_tasks,
+        description=description,
+        version=version,
+        namespace=namespace,
+        split_by_env=split_by_env,
+        env_kwargs=dict(env_kwargs or {}),
+    )
+    if name in _BENCHMARKS:
+        raise RegistryError(f"benchmark {name!r} is already registered ({_BENCHMARKS[name].env_id})")
+    if spec.env_id in gym.registry:
+        raise RegistryError(f"Gymnasium id {spec.env_id!r} is already registered")
+    domain_name = getattr(domain, "name", None)
+    if isinstance(domain_name, str):
+        _DOMAIN_FACTORIES.setdefault(domain_name, domain)
+    _BENCHMARKS[name] = spec
+    gym.register(id=spec.env_id, entry_point=ENV_ENTRY_POINT, kwargs={"benchmark": name})
+    logger.debug("registered benchmark %s as %s", name, spec.env_id)
+    return spec
+
+
+def get_benchmark(name: str) -> BenchmarkSpec:
+    """Look up a benchmark by name ("SQL") or env id ("cm_gym/SQL-v0")."""
+    _ensure_builtins()
+    if name in _BENCHMARKS:
+        return _BENCHMARKS[name]
+    for spec in _BENCHMARKS.values():
+        if spec.env_id == name or spec.env_id.split(":")[-1] == name:
+            return spec
+    known = ", ".join(sorted(_BENCHMARKS)) or "none"
+    raise RegistryError(f"unknown benchmark {name!r}; registered: {known}")
+
+
+def list_benchmarks() -> list[BenchmarkSpec]:
+    """All registered benchmarks, sorted by name."""
+    _ensure_builtins()
+    return [_BENCHMARKS[k] for k in sorted(_BENCHMARKS)]
+
+
+def get_domain(name: str) -> Domain:
+    """The (cached) Domain instance with this `Domain.name`."""
+    _ensure_builtins()
+    if name not in _DOMAINS:
+        factory = _DOMAIN_FACTORIES.get(name)
+        if factory is None:
+            for spec in _BENCHMARKS.values():
+                candidate = spec.domain()
+                _DOMAINS.setdefault(candidate.name, candidate)
+            if name not in _DOMAINS:
+                raise RegistryError(f"unknown domain {name!r}; known: {', '.join(sorted(_DOMAINS))}")
+        else:
+            _DOMAINS[name] = factory()
+    return _DOMAINS[name]
+
+
+def _ensure_builtins() -> None:
+    from cm_gym.domains import load_builtin_domains
+
+    load_builtin_domains()

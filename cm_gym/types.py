@@ -1,0 +1,178 @@
+"""Core vocabulary of SPEC §2: Task, AgentState, Action, Outcome, the Evaluator protocol and Split.
+
+All value types are small frozen dataclasses, so a *fork* of an `AgentState` is the object itself
+(nothing can mutate it) and evaluators can never change the state they were handed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
+
+# Prompt-field truncation limits in characters (SPEC §3, paper D.8).
+TRUNCATION: Mapping[str, int] = {
+    "state": 2500,
+    "action": 2000,
+    "draft": 2000,
+    "feedback": 800,
+    "decision_units": 4000,
+    "context": 3000,
+    "record": 1200,
+    "trajectory": 3000,
+}
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut `text` to at most `limit` characters, marking the cut with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - 3)] + "..."
+
+
+class CmGymError(Exception):
+    """Base class of every error cm_gym raises on purpose."""
+
+
+class SplitOverlapError(CmGymError):
+    """T_build ∪ T_train intersects T_eval (Eq. 14): the protocol refuses to run."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One benchmark instance.
+
+    `reference` is the hidden reference solution: only evaluators and the simulated LLM's
+    *drafting* may read it; it is never rendered into a prompt or into feedback.
+    `features` holds JSON-serialisable task features read by condition predicates and by the
+    domain's simulated-LLM error model (e.g. ``{"boundary": "inclusive", "columns": {...}}``).
+    """
+
+    task_id: str
+    domain: str
+    prompt: str
+    env_id: str
+    reference: str
+    context: str = ""
+    family: str = ""
+    features: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    meta: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Action:
+    """The text the LLM submits: a SQL query, a CNF/SMT encoding or solver configuration, a patch."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the world model says about one action. `score` is U(o) in [0, 1].
+
+    `status` is "ok" when the check completed; otherwise one of "error" (the action is malformed or
+    raised), "refused" (the sandbox denied it), "timeout" / "budget" (a limit was hit). A refused or
+    failed check is still an Outcome with score 0 and a `reason`, never an exception.
+    """
+
+    score: float
+    solved: bool
+    feedback: str = ""
+    status: str = "ok"
+    reason: str = ""
+    details: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def completed(self) -> bool:
+        """True when the evaluator finished its check (needed for admission, Eq. 2)."""
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One evaluated action within a task, with the record id that shaped it (if any)."""
+
+    action: str
+    outcome: Outcome
+    draft: str = ""
+    record_id: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentState:
+    """Task + environment + partial solution + feedback so far (s_t). Immutable: fork() is free."""
+
+    task: Task
+    attempts: tuple[Attempt, ...] = ()
+    reflections: tuple[str, ...] = ()
+
+    @property
+    def decision(self) -> int:
+        """Index of the next decision (= number of evaluated attempts so far)."""
+        return len(self.attempts)
+
+    @property
+    def last_outcome(self) -> Outcome | None:
+        return self.attempts[-1].outcome if self.attempts else None
+
+    @property
+    def last_score(self) -> float:
+        return self.attempts[-1].outcome.score if self.attempts else 0.0
+
+    @property
+    def solved(self) -> bool:
+        return bool(self.attempts) and self.attempts[-1].outcome.solved
+
+    def fork(self) -> AgentState:
+        """A copy an evaluator may use; since the state is immutable this is the state itself."""
+        return self
+
+    def with_attempt(self, attempt: Attempt) -> AgentState:
+        return replace(self, attempts=self.attempts + (attempt,))
+
+    def with_reflection(self, reflection: str) -> AgentState:
+        return replace(self, reflections=self.reflections + (reflection,))
+
+    def render(self) -> str:
+        """The state text used in prompts and embedded for retrieval (truncated to SPEC limits)."""
+        parts = [f"Task: {self.task.prompt}"]
+        if self.task.context:
+            parts.append("Environment:\n" + truncate(self.task.context, TRUNCATION["context"]))
+        if self.attempts:
+            last = self.attempts[-1]
+            parts.append("Previous attempt:\n" + truncate(last.action, TRUNCATION["action"]))
+            parts.append("Feedback: " + truncate(last.outcome.feedback, TRUNCATION["feedback"]))
+        if self.reflections:
+            parts.append("Reflections:\n" + "\n".join(f"- {r}" for r in self.reflections[-3:]))
+        return truncate("\n".join(parts), TRUNCATION["state"])
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Executable world model H. `check` evaluates `action` from a fork of `state` and never
+    mutates the state or its environment (databases are opened read-only, files are copied)."""
+
+    def check(self, state: AgentState, action: Action) -> Outcome: ...
+
+
+@dataclass(frozen=True)
+class Split:
+    """Task-id sets of the protocol (Appendix C.3). `validation` ⊆ `train` is the selector's
+    checkpoint-selection subset."""
+
+    build: tuple[str, ...]
+    train: tuple[str, ...]
+    validation: tuple[str, ...]
+    eval: tuple[str, ...]
+
+    def check(self) -> None:
+        """Refuse overlap between T_build ∪ T_train and T_eval (Eq. 14), naming the ids."""
+        overlap = sorted((set(self.build) | set(self.train)) & set(self.eval))
+        if overlap:
+            shown = ", ".join(overlap[:10]) + (" ..." if len(overlap) > 10 else "")
+            raise SplitOverlapError(
+                f"{len(overlap)} task id(s) are in both T_build∪T_train and T_eval: {shown}"
+            )
+        stray = sorted(set(self.validation) - set(self.train))
+        if stray:
+            raise SplitOverlapError(f"validation ids not in T_train: {', '.join(stray[:10])}")
