@@ -134,17 +134,23 @@ class AgentState:
         return replace(self, reflections=self.reflections + (reflection,))
 
     def render(self) -> str:
-        """The state text used in prompts and embedded for retrieval (truncated to SPEC limits)."""
+        """The state text used in prompts and embedded for retrieval (truncated to SPEC limits).
+
+        Task, last attempt, feedback and reflections come first; the environment context fills
+        what is left of the state budget, so feedback is never cut off by a long schema.
+        """
         parts = [f"Task: {self.task.prompt}"]
-        if self.task.context:
-            parts.append("Environment:\n" + truncate(self.task.context, TRUNCATION["context"]))
         if self.attempts:
             last = self.attempts[-1]
             parts.append("Previous attempt:\n" + truncate(last.action, TRUNCATION["action"]))
             parts.append("Feedback: " + truncate(last.outcome.feedback, TRUNCATION["feedback"]))
         if self.reflections:
             parts.append("Reflections:\n" + "\n".join(f"- {r}" for r in self.reflections[-3:]))
-        return truncate("\n".join(parts), TRUNCATION["state"])
+        head = truncate("\n".join(parts), TRUNCATION["state"])
+        room = TRUNCATION["state"] - len(head) - len("\nEnvironment:\n")
+        if self.task.context and room > 40:
+            head += "\nEnvironment:\n" + truncate(self.task.context, min(room, TRUNCATION["context"]))
+        return head
 
 
 @runtime_checkable

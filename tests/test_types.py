@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from cm_gym.types import TRUNCATION, AgentState, Attempt, Outcome, Split, SplitOverlapError, Task, truncate
+
+
+def _task(i: int = 0) -> Task:
+    return Task(
+        task_id=f"t{i}",
+        domain="toy",
+        prompt="How many people are at least 18?",
+        env_id="db",
+        reference="SELECT 1",
+    )
+
+
+def test_state_is_immutable_and_fork_cannot_be_mutated() -> None:
+    state = AgentState(task=_task())
+    fork = state.fork()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fork.attempts = ()  # type: ignore[misc]
+    later = state.with_attempt(
+        Attempt(action="SELECT 2", outcome=Outcome(score=0.0, solved=False, feedback="wrong"))
+    )
+    assert state.attempts == () and later.decision == 1 and state.decision == 0
+    assert later.last_score == 0.0 and not later.solved
+
+
+def test_render_shows_feedback_never_reference_and_is_truncated() -> None:
+    task = dataclasses.replace(_task(), reference="SELECT secret_reference_marker", context="x" * 10_000)
+    state = AgentState(task=task).with_attempt(
+        Attempt(action="SELECT 3", outcome=Outcome(score=0.0, solved=False, feedback="row count differs"))
+    )
+    text = state.render()
+    assert "row count differs" in text and "secret_reference_marker" not in text
+    assert len(text) <= TRUNCATION["state"]
+
+
+def test_truncate_marks_cut() -> None:
+    assert truncate("abcdef", 10) == "abcdef"
+    assert truncate("abcdefghijkl", 8) == "abcde..."
+
+
+def test_split_overlap_is_refused_with_ids() -> None:
+    with pytest.raises(SplitOverlapError, match="t3"):
+        Split(build=("t1", "t3"), train=("t2",), validation=("t2",), eval=("t3", "t4")).check()
+    with pytest.raises(SplitOverlapError, match="validation"):
+        Split(build=("t1",), train=("t2",), validation=("t9",), eval=("t4",)).check()
+    Split(build=("t1",), train=("t1", "t2"), validation=("t2",), eval=("t4",)).check()
