@@ -48,6 +48,12 @@ class BenchmarkSpec:
     def env_id(self) -> str:
         return f"{self.namespace}/{self.name}-v{self.version}"
 
+    @property
+    def domain_name(self) -> str:
+        """`Domain.name` of this benchmark's domain (without building it when it is a class)."""
+        name = getattr(self.domain, "name", None)
+        return name if isinstance(name, str) else self.domain().name
+
 
 _BENCHMARKS: dict[str, BenchmarkSpec] = {}
 _DOMAINS: dict[str, Domain] = {}

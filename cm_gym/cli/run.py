@@ -1,0 +1,68 @@
+"""`cm-gym run`: the main job — build → freeze → train (5 seeds) → evaluate, then one table and plots."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from cm_gym.cli._args import add_dataclass_args, dataclass_from_args
+from cm_gym.protocol import ProtocolConfig, run_protocol
+from cm_gym.report import results_table, write_plots
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run the whole protocol and print the results table")
+    add_dataclass_args(p, ProtocolConfig)
+    p.set_defaults(func=run)
+
+
+def config_from(args: argparse.Namespace) -> ProtocolConfig:
+    cfg = dataclass_from_args(ProtocolConfig, args)
+    if getattr(args, "out_dir", None) is None:
+        cfg.out_dir = Path("runs") / cfg.benchmark
+    return cfg
+
+
+class PhaseBar:
+    """A tqdm bar per protocol phase (build tasks, selector seeds, evaluation)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled, self.bar, self.phase = enabled, None, ""
+
+    def __call__(self, phase: str, i: int, n: int) -> None:
+        if not self.enabled:
+            return
+        if phase != self.phase:
+            self.close()
+            self.phase, self.bar = (
+                phase,
+                tqdm(total=n, desc=phase, unit="task" if phase == "build" else "step"),
+            )
+        if self.bar is not None:
+            self.bar.n = i + (1 if phase == "build" else 0)
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = config_from(args)
+    started = time.perf_counter()
+    bar = PhaseBar(cfg.progress)
+    results = run_protocol(cfg, progress=bar)
+    bar.close()
+    plots = write_plots(results, Path(cfg.out_dir))
+    elapsed = time.perf_counter() - started
+    results["timings"]["total_seconds"] = elapsed
+    (Path(cfg.out_dir) / "results.json").write_text(json.dumps(results, indent=2, default=str))
+    print(results_table(results))
+    print(f"\nresults: {Path(cfg.out_dir) / 'results.json'}; plots: {', '.join(str(p) for p in plots)}")
+    print(f"total time {elapsed:.1f} s")
+    return 0

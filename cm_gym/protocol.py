@@ -1,0 +1,379 @@
+"""The paper's protocol (Appendix C.3): build → freeze → train → evaluate.
+
+T_build ∪ T_train must be disjoint from T_eval (Eq. 14); this is checked before memory is frozen
+and again against the source tasks of a reused snapshot. The store is frozen before the selector is
+trained; evaluation opens it read-only and feeds nothing back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cm_gym.registry import BenchmarkSpec, get_benchmark, get_domain
+from cm_gym.splits import make_split
+from cm_gym.types import CmGymError, Split, SplitOverlapError, Task
+
+logger = logging.getLogger(__name__)
+
+POLICIES = ("none", "top1", "random", "cf_memory", "oracle")
+POLICY_LABELS = {
+    "none": "None (always skip)",
+    "top1": "Top-1 (always use)",
+    "random": "Random valid",
+    "cf_memory": "CF Memory (masked DQN)",
+    "oracle": "Oracle (peeks; upper bound)",
+}
+
+
+class ProtocolError(CmGymError):
+    """A protocol input is unusable (wrong store, checkpoint, split)."""
+
+
+@dataclass
+class ProtocolConfig:
+    """Everything one protocol run needs; defaults are the paper's (Table 3, Appendix C)."""
+
+    benchmark: str = "SQL"
+    out_dir: Path = Path("runs/SQL")
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    total_decisions: int = 2000
+    checkpoint_every: int = 250
+    agent: str = "react"
+    llm: str = "simulated"
+    llm_seed: int = 0
+    split_seed: int = 12345
+    max_decisions: int = 3
+    k: int = 3
+    use_conditions: bool = True
+    retrieval: str = "matched"
+    retention: str = "utility"
+    store: Path | None = None
+    n_build: int | None = None
+    n_train: int | None = None
+    n_eval: int | None = None
+    policies: tuple[str, ...] = POLICIES
+    tensorboard: bool = True
+    progress: bool = True
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def env_config(self) -> dict[str, Any]:
+        """Keyword arguments shared by every env of this run."""
+        return {
+            "benchmark": self.benchmark,
+            "llm": self.llm,
+            "llm_seed": self.llm_seed,
+            "agent": self.agent,
+            "max_decisions": self.max_decisions,
+            "k": self.k,
+            "use_conditions": self.use_conditions,
+            "retrieval": self.retrieval,
+            **self.env_kwargs,
+        }
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The benchmark, its tasks by id and the checked split of one run."""
+
+    spec: BenchmarkSpec
+    tasks: dict[str, Task]
+    split: Split
+
+
+def prepare(cfg: ProtocolConfig) -> Prepared:
+    """Load the benchmark's tasks and make the (capped) split; refuse any overlap (Eq. 14)."""
+    spec = get_benchmark(cfg.benchmark)
+    tasks = list(spec.load_tasks())
+    split = make_split(tasks, seed=cfg.split_seed, by_env=spec.split_by_env)
+    train = split.train[: cfg.n_train] if cfg.n_train else split.train
+    validation = tuple(t for t in split.validation if t in set(train)) or train[: max(1, len(train) // 5)]
+    split = Split(
+        build=split.build[: cfg.n_build] if cfg.n_build else split.build,
+        train=train,
+        validation=validation,
+        eval=split.eval[: cfg.n_eval] if cfg.n_eval else split.eval,
+    )
+    split.check()
+    return Prepared(spec, {t.task_id: t for t in tasks}, split)
+
+
+def check_snapshot(snapshot: Any, prepared: Prepared) -> None:
+    """Refuse a snapshot of another domain / benchmark, or one built on evaluation tasks."""
+    domain = get_domain(prepared.spec.domain_name)
+    if snapshot.domain != domain.name:
+        raise ProtocolError(
+            f"store {snapshot.path} holds {snapshot.domain!r} records, benchmark {prepared.spec.name!r} needs {domain.name!r}"
+        )
+    if snapshot.benchmark and snapshot.benchmark != prepared.spec.name:
+        raise ProtocolError(
+            f"store {snapshot.path} was built for {snapshot.benchmark!r}, not {prepared.spec.name!r}"
+        )
+    leaked = sorted({r.source_task_id for r in snapshot.records} & set(prepared.split.eval))
+    processed = sorted(set(snapshot.processed_task_ids) & set(prepared.split.eval))
+    if leaked or processed:
+        ids = ", ".join((leaked or processed)[:10])
+        raise SplitOverlapError(f"store {snapshot.path} was built on evaluation tasks: {ids}")
+
+
+def build_snapshot(
+    cfg: ProtocolConfig, prepared: Prepared, progress: Callable[[int, int], None] | None = None
+) -> Path:
+    """Construct memory on T_build (Algorithm 1, lines 3–14) and freeze it into a snapshot."""
+    from cm_gym.llm.factory import make_llm
+    from cm_gym.memory.construction import ConstructionConfig, build_memory
+    from cm_gym.memory.store import RecordStore
+
+    domain = get_domain(prepared.spec.domain_name)
+    mem_dir = Path(cfg.out_dir) / "memory"
+    mem_dir.mkdir(parents=True, exist_ok=True)
+    store_path, snapshot_path = mem_dir / "store.sqlite", mem_dir / "snapshot.sqlite"
+    build_tasks = [prepared.tasks[i] for i in prepared.split.build]
+    llm = make_llm(cfg.llm, seed=cfg.llm_seed, task_lookup=prepared.tasks.get)
+    with RecordStore(store_path, domain=domain.name, benchmark=prepared.spec.name) as store:
+        summary = build_memory(
+            domain,
+            build_tasks,
+            store,
+            llm,
+            domain.make_evaluator(),
+            ConstructionConfig(retention=cfg.retention),
+            agent_kind=cfg.agent,
+            max_decisions=cfg.max_decisions,
+            progress=progress,
+        )
+        store.freeze(snapshot_path, overwrite=True)
+    (mem_dir / "build_summary.json").write_text(json.dumps(_jsonable(summary), indent=2))
+    logger.info("memory built: %s", summary)
+    return snapshot_path
+
+
+def load_snapshot(path: Path, prepared: Prepared) -> Any:
+    """Open a frozen snapshot read-only and check it against the run (before any work)."""
+    from cm_gym.memory.snapshot import load_readonly
+
+    snapshot = load_readonly(path)
+    check_snapshot(snapshot, prepared)
+    return snapshot
+
+
+def make_env(cfg: ProtocolConfig, snapshot: Any, task_ids: Sequence[str], **overrides: Any) -> Any:
+    """A selector env over the given task ids, reading the frozen snapshot."""
+    from cm_gym.envs.selection import MemorySelectionEnv
+
+    kwargs = {**cfg.env_config(), **overrides}
+    return MemorySelectionEnv(store=snapshot, tasks=list(task_ids), **kwargs)
+
+
+def train_selector(cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, seed: int) -> dict[str, Any]:
+    """Train the masked DQN for `total_decisions` on T_train \\ validation; keep the checkpoint
+    with the best mean validation return. Returns the training record (paths, history)."""
+    from cm_gym.agents.masked_dqn import MaskedDQN
+    from cm_gym.training import CheckpointSelector
+
+    val = prepared.split.validation
+    train_ids = [t for t in prepared.split.train if t not in set(val)] or list(prepared.split.train)
+    env = make_env(cfg, snapshot, train_ids, task_order="random")
+    val_env = make_env(cfg, snapshot, val)
+    seed_dir = Path(cfg.out_dir) / "selector" / f"seed{seed}"
+    tb = str(Path(cfg.out_dir) / "tensorboard") if cfg.tensorboard else None
+    model = MaskedDQN("MlpPolicy", env, seed=seed, tensorboard_log=tb, verbose=0)
+    callback = CheckpointSelector(val_env, val, seed_dir, every=cfg.checkpoint_every)
+    started = time.perf_counter()
+    model.learn(
+        total_timesteps=cfg.total_decisions, callback=callback, tb_log_name=f"seed{seed}", progress_bar=False
+    )
+    if callback.best_step < 0:  # shorter than one checkpoint interval: score the final policy
+        callback.evaluate_checkpoint()
+    env.close()
+    val_env.close()
+    return {
+        "seed": seed,
+        "best_checkpoint": str(callback.best_path),
+        "best_step": callback.best_step,
+        "best_validation_return": callback.best_return,
+        "history": callback.history,
+        "train_seconds": time.perf_counter() - started,
+    }
+
+
+def make_policy(name: str, env: Any, seed: int, checkpoint: str | None = None) -> Any:
+    """A policy by its protocol name; "cf_memory" loads a masked-DQN checkpoint."""
+    from cm_gym.agents.baselines import AlwaysSkip, Oracle, RandomValid, TopOne
+
+    if name == "none":
+        return AlwaysSkip()
+    if name == "top1":
+        return TopOne()
+    if name == "random":
+        return RandomValid(seed=seed)
+    if name == "oracle":
+        return Oracle(env)
+    if name == "cf_memory":
+        from cm_gym.agents.masked_dqn import MaskedDQN
+
+        if checkpoint is None:
+            raise ProtocolError("cf_memory needs a trained checkpoint")
+        return MaskedDQN.load(checkpoint, env=None, device="cpu")
+    raise ProtocolError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
+
+
+def evaluate_policies(
+    cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, checkpoints: dict[int, str]
+) -> dict[str, Any]:
+    """Evaluate every policy on T_eval with store and policy frozen. Deterministic policies are
+    run once and shared across seeds; random and CF Memory run once per seed."""
+    from cm_gym.metrics import aggregate_seeds, paired, summarize
+    from cm_gym.training import run_episodes
+
+    env = make_env(cfg, snapshot, prepared.split.eval, task_order="sequential")
+    results: dict[str, Any] = {}
+    episodes_of: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for name in cfg.policies:
+        per_seed: dict[int, list[dict[str, Any]]] = {}
+        for seed in cfg.seeds:
+            if name in ("none", "top1", "oracle") and per_seed:
+                per_seed[seed] = next(iter(per_seed.values()))
+                continue
+            policy = make_policy(name, env, seed, checkpoints.get(seed))
+            per_seed[seed] = run_episodes(env, policy, prepared.split.eval)
+        episodes_of[name] = per_seed
+        summaries = [summarize(eps) for eps in per_seed.values()]
+        results[name] = {
+            "label": POLICY_LABELS[name],
+            "per_seed": summaries,
+            "mean": aggregate_seeds(summaries),
+        }
+    if "none" in episodes_of:
+        base = next(iter(episodes_of["none"].values()))
+        for name, per_seed in episodes_of.items():
+            if name != "none":
+                results[name]["paired_vs_none"] = [paired(base, eps) for eps in per_seed.values()]
+    env.close()
+    return results
+
+
+def run_protocol(
+    cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | None = None
+) -> dict[str, Any]:
+    """Build (or reuse) and freeze memory, train one selector per seed, evaluate all policies, and
+    write ``results.json`` into `cfg.out_dir`. Returns the results dict."""
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    prepared = prepare(cfg)
+    t0 = time.perf_counter()
+    if cfg.store is None:
+        snapshot_path = build_snapshot(
+            cfg, prepared, progress=(lambda i, n: progress("build", i, n)) if progress else None
+        )
+    else:
+        snapshot_path = Path(cfg.store)
+    snapshot = load_snapshot(snapshot_path, prepared)
+    timings["build_seconds"] = time.perf_counter() - t0
+    training: list[dict[str, Any]] = []
+    checkpoints: dict[int, str] = {}
+    if "cf_memory" in cfg.policies:
+        for i, seed in enumerate(cfg.seeds):
+            if progress:
+                progress("train", i, len(cfg.seeds))
+            record = train_selector(cfg, snapshot, prepared, seed)
+            training.append(record)
+            checkpoints[seed] = record["best_checkpoint"]
+    timings["train_seconds"] = time.perf_counter() - t0 - timings["build_seconds"]
+    if progress:
+        progress("evaluate", 0, 1)
+    t1 = time.perf_counter()
+    policies = evaluate_policies(cfg, snapshot, prepared, checkpoints)
+    timings["evaluate_seconds"] = time.perf_counter() - t1
+    results = {
+        "config": _jsonable(asdict(cfg)),
+        "split": {k: len(v) for k, v in asdict(prepared.split).items()},
+        "snapshot": {
+            "path": str(snapshot_path),
+            "records": len(snapshot.records),
+            "manifest": snapshot.manifest,
+        },
+        "training": training,
+        "policies": policies,
+        "timings": timings,
+    }
+    (out / "results.json").write_text(json.dumps(_jsonable(results), indent=2))
+    return results
+
+
+def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+    """Build (or reuse) and freeze memory, then train one selector per seed; writes
+    ``training.json`` (snapshot path, best checkpoint per seed) into `cfg.out_dir`."""
+    prepared = prepare(cfg)
+    if cfg.store is None:
+        snapshot_path = build_snapshot(
+            cfg, prepared, progress=(lambda i, n: progress("build", i, n)) if progress else None
+        )
+    else:
+        snapshot_path = Path(cfg.store)
+    snapshot = load_snapshot(snapshot_path, prepared)
+    training = []
+    for i, seed in enumerate(cfg.seeds):
+        if progress:
+            progress("train", i, len(cfg.seeds))
+        training.append(train_selector(cfg, snapshot, prepared, seed))
+    record = {"config": _jsonable(asdict(cfg)), "snapshot": str(snapshot_path), "training": training}
+    Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(cfg.out_dir) / "training.json").write_text(json.dumps(_jsonable(record), indent=2))
+    return record
+
+
+def evaluate_all(cfg: ProtocolConfig, checkpoints: dict[int, str]) -> dict[str, Any]:
+    """Evaluate every policy on T_eval against the frozen snapshot `cfg.store`; checkpoints are
+    checked (existence, observation size) before any episode runs."""
+    if cfg.store is None:
+        raise ProtocolError("evaluation needs a frozen snapshot (--store)")
+    prepared = prepare(cfg)
+    snapshot = load_snapshot(Path(cfg.store), prepared)
+    if "cf_memory" in cfg.policies:
+        missing = [s for s in cfg.seeds if s not in checkpoints or not Path(checkpoints[s]).is_file()]
+        if missing:
+            raise ProtocolError(f"no selector checkpoint for seed(s) {missing}")
+        from cm_gym.agents.masked_dqn import MaskedDQN
+
+        for path in checkpoints.values():
+            MaskedDQN.load(path, env=None, device="cpu")  # raises on a different observation size
+    policies = evaluate_policies(cfg, snapshot, prepared, checkpoints)
+    results = {
+        "config": _jsonable(asdict(cfg)),
+        "split": {k: len(v) for k, v in asdict(prepared.split).items()},
+        "snapshot": {"path": str(cfg.store), "records": len(snapshot.records), "manifest": snapshot.manifest},
+        "policies": policies,
+    }
+    Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(cfg.out_dir) / "results.json").write_text(json.dumps(_jsonable(results), indent=2))
+    return results
+
+
+def with_overrides(cfg: ProtocolConfig, **kw: Any) -> ProtocolConfig:
+    """A copy of `cfg` with fields replaced (None values are ignored)."""
+    return replace(cfg, **{k: v for k, v in kw.items() if v is not None})
+
+
+def _jsonable(obj: Any) -> Any:
+    if hasattr(obj, "__dataclass_fields__"):
+        return _jsonable(asdict(obj))
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj

@@ -1,0 +1,129 @@
+"""Rollouts and selector training with checkpoint selection (paper Appendix C.2).
+
+`run_episodes` plays a policy greedily over a fixed list of task ids (one episode each) and returns
+the SPEC §8 episode counters. `CheckpointSelector` is an SB3 callback that scores the policy on
+the selector-validation subset every `every` decisions and keeps the checkpoint with the highest
+mean return; it also writes the TensorBoard groups ``charts/``, ``memory/`` and ``llm/``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+from cm_gym.metrics import EpisodeCounters
+
+logger = logging.getLogger(__name__)
+
+
+class Policy(Protocol):
+    """Anything with SB3's `predict` (MaskedDQN, the baselines, your own)."""
+
+    def predict(
+        self,
+        observation: np.ndarray,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+    ) -> tuple[np.ndarray, Any]: ...
+
+
+def run_episodes(
+    env: gym.Env, policy: Policy, task_ids: Sequence[str], *, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Play one greedy episode per task id and return each episode's counters (as dicts).
+
+    The env is reset with ``options={"task_id": ...}`` so every policy sees the same tasks in the
+    same order; nothing is written to the store.
+    """
+    episodes: list[dict[str, Any]] = []
+    for i, task_id in enumerate(task_ids):
+        obs, info = env.reset(seed=seed + i, options={"task_id": task_id})
+        counters = EpisodeCounters(task_id=str(info.get("task_id", task_id)))
+        done = False
+        while not done:
+            action, _ = policy.predict(obs, deterministic=True)
+            obs, reward, terminated, truncated, info = env.step(int(np.asarray(action).reshape(-1)[0]))
+            counters.update(info, float(reward))
+            done = terminated or truncated
+        episodes.append(counters.as_dict())
+    return episodes
+
+
+def mean_return(episodes: Sequence[dict[str, Any]]) -> float:
+    return float(np.mean([e["episode_return"] for e in episodes])) if episodes else 0.0
+
+
+class CheckpointSelector(BaseCallback):
+    """Every `every` decisions: score the greedy policy on the validation tasks, save it, and keep
+    the best (highest mean validation return) as ``best.zip`` in `out_dir`."""
+
+    def __init__(
+        self, val_env: gym.Env, val_task_ids: Sequence[str], out_dir: Path, every: int = 250
+    ) -> None:
+        super().__init__(verbose=0)
+        self.val_env, self.val_task_ids, self.out_dir, self.every = (
+            val_env,
+            list(val_task_ids),
+            out_dir,
+            every,
+        )
+        self.best_return = -np.inf
+        self.best_step = -1
+        self.history: list[dict[str, float]] = []
+        self._ep = EpisodeCounters()
+
+    @property
+    def best_path(self) -> Path:
+        return self.out_dir / "best.zip"
+
+    def _on_step(self) -> bool:
+        for info, reward, done in zip(
+            self.locals["infos"], self.locals["rewards"], self.locals["dones"], strict=False
+        ):
+            self._ep.update(info, float(reward))
+            if done:
+                self._log_episode(self._ep)
+                self._ep = EpisodeCounters()
+        if self.num_timesteps % self.every == 0:
+            self.evaluate_checkpoint()
+        return True
+
+    def _log_episode(self, ep: EpisodeCounters) -> None:
+        self.logger.record_mean("charts/episodic_return", ep.episode_return)
+        self.logger.record_mean("charts/solved", float(ep.solved))
+        self.logger.record_mean("charts/episode_decisions", ep.decisions)
+        self.logger.record_mean("memory/selected_uses", ep.selected_uses)
+        self.logger.record_mean("memory/harmful_uses", ep.harmful_uses)
+        if ep.retrieval_opportunities:
+            self.logger.record_mean("memory/coverage", ep.retrieval_with_records / ep.retrieval_opportunities)
+        self.logger.record_mean("llm/tokens_per_task", ep.tokens)
+        self.logger.record_mean("llm/evaluator_calls_per_task", ep.evaluator_calls)
+
+    def evaluate_checkpoint(self) -> float:
+        """Score the current greedy policy on the validation subset; keep it if it is the best."""
+        episodes = run_episodes(self.val_env, self.model, self.val_task_ids)
+        value = mean_return(episodes)
+        solved = float(np.mean([e["solved"] for e in episodes])) if episodes else 0.0
+        self.history.append({"step": float(self.num_timesteps), "val_return": value, "val_solved": solved})
+        self.logger.record("charts/validation_return", value)
+        self.logger.record("charts/validation_solved", solved)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.model.save(self.out_dir / f"ckpt_{self.num_timesteps}.zip")
+        if value > self.best_return:
+            self.best_return, self.best_step = value, self.num_timesteps
+            self.model.save(self.best_path)
+        logger.info(
+            "checkpoint %d: validation return %.3f (best %.3f @ %d)",
+            self.num_timesteps,
+            value,
+            self.best_return,
+            self.best_step,
+        )
+        return value
