@@ -146,7 +146,11 @@ class Domain(ABC):
         for removed, added in token_diff(a_minus, a_plus):
             if not removed:
                 continue
-            pattern = r"\s*".join(re.escape(t) for t in removed.split(" "))
+            body = r"\s*".join(re.escape(t) for t in removed.split(" "))
+            # match whole tokens only: a record ">" -> ">=" must not turn a draft's ">=" into ">=="
+            left = r"\b" if removed[0].isalnum() or removed[0] == "_" else r"(?<![^\w\s])"
+            right = r"\b" if removed[-1].isalnum() or removed[-1] == "_" else r"(?![^\w\s])"
+            pattern = left + body + right
             new, n = re.subn(pattern, added, out, count=1)
             if n:
                 out, changed = new, True

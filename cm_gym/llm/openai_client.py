@@ -1,0 +1,172 @@
+"""`OpenAICompatibleLLM`: any OpenAI-compatible chat endpoint (vLLM, Ollama, llama.cpp server, a
+hosted API, or `cm-gym serve-llm`) through the official `openai` package.
+
+Configuration comes from arguments or the usual environment variables: ``OPENAI_BASE_URL``,
+``CM_GYM_MODEL`` (else ``OPENAI_MODEL``) and ``OPENAI_API_KEY`` (default ``"EMPTY"``, which local
+servers accept). Transient failures — connection errors, timeouts, 408/409/429 and 5xx answers,
+malformed bodies, an empty choice list or a missing message content — are retried with
+exponential backoff (honouring ``Retry-After`` up to the backoff cap); after the last retry, or on
+any other error status, one clear `LLMError` is raised.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import openai
+
+from cm_gym.llm.base import Completion, estimate_tokens
+from cm_gym.llm.errors import LLMError
+from cm_gym.llm.prompts import render
+
+logger = logging.getLogger(__name__)
+
+_RETRY_STATUS = {408, 409, 429}
+
+
+class _TransientReply(Exception):
+    """A 200 answer that carries no usable completion (empty choices, no content)."""
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(
+        exc, (_TransientReply, openai.APIConnectionError, openai.APIResponseValidationError, ValueError)
+    ):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in _RETRY_STATUS or exc.status_code >= 500
+    return False
+
+
+class OpenAICompatibleLLM:
+    """A frozen LLM behind an OpenAI-compatible ``/v1/chat/completions`` endpoint."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        top_p: float | None = None,
+        seed: int | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        backoff_s: float = 0.5,
+        backoff_max_s: float = 8.0,
+        name: str | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip(
+            "/"
+        )
+        model = model or os.environ.get("CM_GYM_MODEL") or os.environ.get("OPENAI_MODEL")
+        if not model:
+            raise LLMError("no model name: pass model=..., or set CM_GYM_MODEL or OPENAI_MODEL")
+        self.model = model
+        self.name = name or f"openai:{model}"
+        self.temperature, self.max_tokens, self.top_p, self.seed = temperature, max_tokens, top_p, seed
+        self.max_retries, self.backoff_s, self.backoff_max_s = max_retries, backoff_s, backoff_max_s
+        self.timeout = timeout
+        self._sleep = sleep
+        self.requests = 0  # HTTP attempts made (retries included)
+        self.retries = 0
+        self._client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+            timeout=timeout,
+            max_retries=0,  # retries are ours: counted, logged, testable
+        )
+
+    def cache_identity(self) -> dict[str, Any]:
+        """Base URL, model, sampling parameters and seed: what a cached reply depends on."""
+        return {
+            "backend": "openai",
+            "base_url": self.base_url,
+            "model": self.model,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "top_p": self.top_p,
+            "seed": self.seed,
+        }
+
+    def _request(self, messages: list[dict[str, str]]) -> Completion:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+        if self.top_p is not None:
+            kwargs["top_p"] = self.top_p
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
+        self.requests += 1
+        response = self._client.chat.completions.create(**kwargs)
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise _TransientReply("the server returned an empty choice list")
+        message = getattr(choices[0], "message", None)
+        text = getattr(message, "content", None)
+        if text is None:
+            raise _TransientReply("the server returned a choice without message content")
+        usage = getattr(response, "usage", None)
+        prompt_tokens = getattr(usage, "prompt_tokens", None)
+        completion_tokens = getattr(usage, "completion_tokens", None)
+        if prompt_tokens is None or completion_tokens is None:
+            return Completion(
+                text,
+                estimate_tokens("\n".join(m["content"] for m in messages)),
+                estimate_tokens(text),
+                estimated=True,
+            )
+        return Completion(text, int(prompt_tokens), int(completion_tokens))
+
+    def complete(self, template: str, fields: Mapping[str, Any]) -> Completion:
+        """Render `template`, send it, retry transient failures, return text and token usage."""
+        messages = render(template, fields).messages
+        last: BaseException | None = None
+        for attempt in range(self.max_retries + 1):
+            try:
+                return self._request(messages)
+            except Exception as exc:  # noqa: BLE001 - classified below; never leaks raw
+                if not _is_transient(exc):
+                    raise LLMError(f"{self.base_url} refused the {template} request: {exc}") from exc
+                last = exc
+                if attempt == self.max_retries:
+                    break
+                delay = min(self.backoff_max_s, self.backoff_s * (2**attempt))
+                hinted = _retry_after(exc)
+                if hinted is not None:
+                    delay = min(self.backoff_max_s, max(delay, hinted))
+                self.retries += 1
+                logger.warning(
+                    "%s request to %s failed (%s: %s); retry %d/%d in %.2fs",
+                    template,
+                    self.base_url,
+                    type(exc).__name__,
+                    exc,
+                    attempt + 1,
+                    self.max_retries,
+                    delay,
+                )
+                self._sleep(delay)
+        raise LLMError(
+            f"{template} request to {self.base_url} (model {self.model}) failed after "
+            f"{self.max_retries + 1} attempts: {type(last).__name__}: {last}"
+        ) from last

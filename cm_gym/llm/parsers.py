@@ -1,0 +1,173 @@
+"""Parsers of LLM replies (with the paper's fallbacks) and the fixed edit grammar.
+
+Edit grammar (GENERATE_LOCAL_ALTERNATIVES), one block per candidate::
+
+    EDIT 1
+    REPLACE:
+    <an exact fragment of the action, occurring exactly once in it>
+    WITH:
+    <the new fragment>
+
+A parse failure never raises: it is logged with the raw text and falls back (invalid edits are
+skipped, a judge reply without a valid choice picks candidate 1, a missing condition is empty).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+logger = logging.getLogger(__name__)
+
+EDIT_GRAMMAR = "EDIT <n>\nREPLACE:\n<exact fragment of the action>\nWITH:\n<new fragment>"
+
+_EDIT_HEADER = re.compile(r"^[ \t]*\**EDIT\s*#?\s*(\d+)\**[ \t]*:?[ \t]*$", re.M | re.I)
+_REPLACE = re.compile(r"^[ \t]*REPLACE:[ \t]*", re.M | re.I)
+_WITH = re.compile(r"^[ \t]*WITH:[ \t]*", re.M | re.I)
+_TOKEN = re.compile(r"\w+|[^\w\s]+|\s+")
+_NONE_WORDS = {"none", "n/a", "na", "null", "nothing", "no condition", "always"}
+
+
+def _clean(fragment: str) -> str:
+    """Strip surrounding whitespace and a wrapping code fence or backtick pair."""
+    text = fragment.strip()
+    fence = re.fullmatch(r"```[\w+-]*\n?(.*?)\n?```", text, flags=re.S)
+    if fence:
+        text = fence.group(1).strip()
+    elif len(text) > 2 and text.startswith("`") and text.endswith("`") and "`" not in text[1:-1]:
+        text = text[1:-1].strip()
+    return text
+
+
+def _occurrences(text: str, fragment: str) -> int:
+    """How many times `fragment` occurs in `text`, overlapping occurrences included."""
+    count, start = 0, text.find(fragment)
+    while start != -1:
+        count += 1
+        start = text.find(fragment, start + 1)
+    return count
+
+
+def apply_edit(action: str, fragment: str, replacement: str) -> str | None:
+    """Apply one edit: `fragment` must occur exactly once in `action`, must not be the whole
+    (multi-token) action and must change something. Returns the edited action or None."""
+    if not fragment or _occurrences(action, fragment) != 1 or fragment == replacement:
+        return None
+    if fragment == action.strip() and len(_TOKEN.findall(action.strip())) > 1:
+        return None  # a complete replacement submission, not a local edit
+    return action.replace(fragment, replacement, 1)
+
+
+def parse_alternatives(text: str, action: str) -> list[str]:
+    """The full edited actions described by a reply in the edit grammar, in reply order, without
+    duplicates. Invalid candidates (no REPLACE/WITH, fragment absent or not unique, whole-action
+    replacement, no change) are skipped and logged with the raw text."""
+    headers = list(_EDIT_HEADER.finditer(text))
+    if not headers:
+        if not text.strip():
+            logger.debug("GENERATE_LOCAL_ALTERNATIVES reply is empty: no edits")
+            return []
+        logger.warning("GENERATE_LOCAL_ALTERNATIVES reply has no 'EDIT <n>' block; raw reply: %r", text)
+        return []
+    out: list[str] = []
+    for i, header in enumerate(headers):
+        end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
+        block = text[header.end() : end]
+        rep, wit = _REPLACE.search(block), _WITH.search(block)
+        if rep is None or wit is None or wit.start() < rep.end():
+            logger.warning("EDIT %s lacks REPLACE:/WITH:; skipped. Raw block: %r", header.group(1), block)
+            continue
+        fragment = _clean(block[rep.end() : wit.start()])
+        replacement = _clean(block[wit.end() :])
+        edited = apply_edit(action, fragment, replacement)
+        if edited is None:
+            logger.warning(
+                "EDIT %s is not a valid local edit (fragment %r occurs %d times in the action, or "
+                "replaces all of it, or changes nothing); skipped",
+                header.group(1),
+                fragment,
+                _occurrences(action, fragment) if fragment else 0,
+            )
+            continue
+        if edited != action and edited not in out:
+            out.append(edited)
+    return out
+
+
+def edit_fragment(action: str, edited: str) -> tuple[str, str] | None:
+    """The smallest token-aligned (fragment, replacement) that turns `action` into `edited` under
+    `apply_edit` (fragment unique, surrounding whitespace stripped), or None."""
+    if action == edited:
+        return None
+    p = 0
+    limit = min(len(action), len(edited))
+    while p < limit and action[p] == edited[p]:
+        p += 1
+    s = 0
+    while s < limit - p and action[-1 - s] == edited[-1 - s]:
+        s += 1
+    spans = [m.span() for m in _TOKEN.finditer(action)]
+    if not spans:
+        return None
+    # token indices covering the changed region [p, len(action) - s)
+    end_char = len(action) - s
+    lo = next((i for i, (a, b) in enumerate(spans) if b > p), len(spans) - 1)
+    hi = next((i for i in range(len(spans) - 1, -1, -1) if spans[i][0] < end_char), lo)
+    hi = max(hi, lo)
+    grow_left = True
+    while True:
+        start, stop = spans[lo][0], spans[hi][1]
+        fragment = action[start:stop]
+        replacement = edited[start : len(edited) - (len(action) - stop)]
+        frag, rep = fragment.strip(), replacement.strip()
+        if apply_edit(action, frag, rep) == edited:
+            return frag, rep
+        if lo == 0 and hi == len(spans) - 1:
+            return None
+        if (grow_left and lo > 0) or hi == len(spans) - 1:
+            lo -= 1
+        else:
+            hi += 1
+        grow_left = not grow_left
+
+
+def format_alternatives(action: str, edited_actions: list[str]) -> str:
+    """A reply in the edit grammar describing each edited action as one REPLACE/WITH edit of
+    `action`. Edits that cannot be expressed as a unique local fragment are left out (logged)."""
+    blocks: list[str] = []
+    for edited in edited_actions:
+        pair = edit_fragment(action, edited)
+        if pair is None:
+            logger.debug("edited action cannot be written as one local edit; left out: %r", edited)
+            continue
+        blocks.append(f"EDIT {len(blocks) + 1}\nREPLACE:\n{pair[0]}\nWITH:\n{pair[1]}")
+    return "\n\n".join(blocks)
+
+
+def _normalise_condition(condition: str) -> str:
+    text = " ".join(condition.split()).strip().strip("`").strip()
+    return "" if text.strip("\"'. ").lower() in _NONE_WORDS else text
+
+
+def parse_distil(text: str) -> tuple[str, str]:
+    """``(situation, condition_text)`` from a DISTIL_RECORD reply. "none" maps to "" (always
+    applicable). A missing SITUATION or CONDITION line is logged and read as ""."""
+    situation_m = re.search(r"SITUATION:\s*(.*?)\s*(?=CONDITION:|\Z)", text, flags=re.S | re.I)
+    condition_m = re.search(r"CONDITION:\s*(.*?)\s*(?=SITUATION:|\Z)", text, flags=re.S | re.I)
+    if situation_m is None or condition_m is None:
+        logger.warning("DISTIL_RECORD reply lacks SITUATION: or CONDITION:; raw reply: %r", text)
+    situation = " ".join(situation_m.group(1).split()) if situation_m else ""
+    condition = _normalise_condition(condition_m.group(1)) if condition_m else ""
+    return situation, condition
+
+
+def parse_judge(text: str, n: int) -> int:
+    """The 1-based candidate from ``CHOICE: <n>``; on a missing or out-of-range choice, log the raw
+    reply and fall back to candidate 1 (paper Table 7)."""
+    m = re.search(r"CHOICE:\s*\[?\s*(\d+)", text, flags=re.I)
+    if m is not None and 1 <= int(m.group(1)) <= n:
+        return int(m.group(1))
+    logger.warning(
+        "BEST_OF_N_JUDGE reply has no valid CHOICE in 1..%d; falling back to 1. Raw reply: %r", n, text
+    )
+    return 1

@@ -1,0 +1,232 @@
+"""The simulated LLM: a seeded, domain-aware simulator of a frozen LLM.
+
+**This is not a language model.** It is a simulator for developing and testing memory selectors
+without a network or a GPU: it answers the cm_gym prompt templates by rule, from the domain's
+error model (`Domain.error_model()`), reached through `cm_gym.registry.get_domain(task.domain)`.
+
+Behaviour, per template:
+
+* DRAFT_ACTION — drafts from the task's hidden reference with *persistent slips*: for each error
+  operator, in order, one draw from ``rng(seed, "slips", task_id)`` below ``op.probability(task)``
+  makes the slip active for this task. Each failed attempt in the state fixes each still-active
+  slip independently with probability ``error_model.fix_prob[agent]`` (ReAct vs Reflexion; draws
+  from ``rng(seed, "fix", task_id, op, i)``, so a fixed slip stays fixed). The draft is the
+  reference with the remaining slips applied in order (a slip that does not fit is skipped); the
+  rng an operator gets is ``rng(seed, "apply", task_id, op)``, so an unfixed slip reads the same
+  at every decision. Because slips depend on task features, errors are systematic across look-alike tasks.
+* REVISE_WITH_RECORD — with probability ``ignore_record_prob`` returns the draft unchanged;
+  otherwise applies the record's a⁻ → a⁺ contrast (`Domain.apply_contrast`) whether or not that is
+  right for this task. It never reads the reference: the domain gets the task with it blanked.
+* GENERATE_LOCAL_ALTERNATIVES — up to min(2, k) of the domain's edit operators, in seeded order,
+  written in the edit grammar.
+* DISTIL_RECORD — `Domain.distil` as ``SITUATION: …`` / ``CONDITION: …`` ("none" when empty).
+* REFLECT — one deterministic sentence from the feedback. BEST_OF_N_JUDGE — a seeded ``CHOICE: n``.
+
+Determinism: every other random draw comes from an rng seeded by a blake2b hash of (seed,
+template, the fully rendered messages), so the same prompt gives the same text in-process and via
+the HTTP server. Token counts are estimated on the same rendered messages the real client sends.
+Server-side (string fields only) the Task is resolved by ``<task_id>`` through `task_lookup`, and
+the failed-attempt count is read from the rendered ``<failed_attempts>`` field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from cm_gym.domains.base import Domain, ErrorModel, ErrorOperator
+from cm_gym.llm.base import (
+    BEST_OF_N_JUDGE,
+    DISTIL_RECORD,
+    DRAFT_ACTION,
+    GENERATE_LOCAL_ALTERNATIVES,
+    REFLECT,
+    REVISE_WITH_RECORD,
+    Completion,
+    estimate_tokens,
+)
+from cm_gym.llm.errors import LLMError
+from cm_gym.llm.parsers import edit_fragment, format_alternatives
+from cm_gym.llm.prompts import Rendered, render
+from cm_gym.types import Task
+
+logger = logging.getLogger(__name__)
+
+SIMULATOR_VERSION = "1"
+TaskLookup = Callable[[str], "Task | None"] | Mapping[str, Task]
+_DRAFT_MEMO_SIZE = 50_000
+_NEEDS_TASK = {DRAFT_ACTION, REVISE_WITH_RECORD, GENERATE_LOCAL_ALTERNATIVES, DISTIL_RECORD}
+
+
+def stable_rng(*parts: Any) -> np.random.Generator:
+    """A numpy Generator seeded by a blake2b hash of `parts` (never Python's salted hash())."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        h.update(str(part).encode("utf-8"))
+        h.update(b"\x1f")
+    return np.random.default_rng(int.from_bytes(h.digest(), "big"))
+
+
+def fenced(action: str) -> str:
+    """An action in a fenced code block, the form `Domain.parse_action` extracts."""
+    return f"```\n{action}\n```"
+
+
+def _int(text: str, default: int) -> int:
+    try:
+        return int(str(text).strip())
+    except ValueError:
+        logger.warning("expected an integer prompt field, got %r; using %d", text, default)
+        return default
+
+
+class SimulatedLLM:
+    """A seeded simulator of a frozen LLM for developing and testing selectors — not a language
+    model. See the module docstring for exactly what it does per template."""
+
+    def __init__(self, seed: int = 0, name: str = "simulated", task_lookup: TaskLookup | None = None) -> None:
+        self.seed = int(seed)
+        self.name = name
+        self._lookup = task_lookup
+        self._error_models: dict[str, ErrorModel] = {}
+        self._drafts: dict[tuple[str, str, str, tuple[str, ...]], str] = {}
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What distinguishes this backend's replies in a response-cache key."""
+        return {"backend": "simulated", "version": SIMULATOR_VERSION, "seed": self.seed}
+
+    # -- protocol -------------------------------------------------------------------------------
+    def complete(self, template: str, fields: Mapping[str, Any]) -> Completion:
+        """Answer `template` from `fields`; the reply depends only on the seed, the rendered
+        messages and the task the rendered ``<task_id>`` names."""
+        rendered = render(template, fields)
+        task = self._task(rendered, fields) if template in _NEEDS_TASK else None
+        reply = self._reply(rendered, task)
+        return Completion(reply, estimate_tokens(rendered.joined()), estimate_tokens(reply))
+
+    # -- the draft model ------------------------------------------------------------------------
+    def active_slips(self, task: Task) -> list[ErrorOperator]:
+        """The slips this task's first draft makes (one seeded draw per operator, in order)."""
+        rng = stable_rng(self.seed, "slips", task.task_id)
+        return [op for op in self._error_model(task.domain).operators if rng.random() < op.probability(task)]
+
+    def remaining_slips(
+        self, task: Task, failed_attempts: int = 0, agent: str = "react"
+    ) -> list[ErrorOperator]:
+        """The active slips still unfixed after `failed_attempts` failed, fed-back attempts."""
+        model = self._error_model(task.domain)
+        fix_p = model.fix_prob.get(agent)
+        if fix_p is None:
+            logger.warning("error model has no fix probability for agent %r; using react's", agent)
+            fix_p = model.fix_prob.get("react", 0.0)
+        return [op for op in self.active_slips(task) if not self._fixed(task, op, failed_attempts, fix_p)]
+
+    def _fixed(self, task: Task, op: ErrorOperator, failed_attempts: int, fix_p: float) -> bool:
+        return any(
+            stable_rng(self.seed, "fix", task.task_id, op.name, i).random() < fix_p
+            for i in range(1, failed_attempts + 1)
+        )
+
+    def draft_action(self, task: Task, failed_attempts: int = 0, agent: str = "react") -> str:
+        """The draft: the reference with the remaining slips applied in order. Memoised on (task,
+        remaining slips), since RL training drafts the same tasks thousands of times and a
+        domain's operators may parse the action (SQL does)."""
+        remaining = self.remaining_slips(task, failed_attempts, agent)
+        key = (task.domain, task.task_id, task.reference, tuple(op.name for op in remaining))
+        cached = self._drafts.get(key)
+        if cached is not None:
+            return cached
+        action = task.reference
+        for op in remaining:
+            slipped = op.apply(task, action, stable_rng(self.seed, "apply", task.task_id, op.name))
+            if slipped is not None:
+                action = slipped
+        if len(self._drafts) >= _DRAFT_MEMO_SIZE:
+            self._drafts.clear()
+        self._drafts[key] = action
+        return action
+
+    # -- internals ------------------------------------------------------------------------------
+    def _domain(self, name: str) -> Domain:
+        from cm_gym.registry import get_domain  # lazy: the registry loads every domain plugin
+
+        return get_domain(name)
+
+    def _error_model(self, domain_name: str) -> ErrorModel:
+        if domain_name not in self._error_models:
+            self._error_models[domain_name] = self._domain(domain_name).error_model()
+        return self._error_models[domain_name]
+
+    def _task(self, rendered: Rendered, fields: Mapping[str, Any]) -> Task:
+        task_id = rendered.fields.get("task_id", "")
+        given = fields.get("task")
+        if isinstance(given, Task):
+            return given
+        found: Task | None = None
+        if self._lookup is not None and task_id:
+            try:
+                found = (
+                    self._lookup.get(task_id) if isinstance(self._lookup, Mapping) else self._lookup(task_id)
+                )
+            except KeyError:
+                found = None
+        if found is None:
+            raise LLMError(
+                f"the simulated LLM cannot answer {rendered.template} for task {task_id!r}: no Task object "
+                "in the fields and the task lookup does not know it (start the server with --benchmark)"
+            )
+        return found
+
+    def _reply(self, rendered: Rendered, task: Task | None) -> str:
+        f, name = rendered.fields, rendered.template
+        if name == DRAFT_ACTION:
+            assert task is not None
+            return fenced(self.draft_action(task, _int(f["failed_attempts"], 0), f["agent"]))
+        if name == REFLECT:
+            return self._reflection(f)
+        rng = stable_rng(self.seed, name, rendered.joined())
+        if name == BEST_OF_N_JUDGE:
+            return f"CHOICE: {int(rng.integers(1, max(1, _int(f['n'], 1)) + 1))}"
+        assert task is not None
+        domain = self._domain(task.domain)
+        blind = dataclasses.replace(task, reference="")  # revising/editing/distilling never sees it
+        if name == REVISE_WITH_RECORD:
+            draft = f["draft"]
+            if rng.random() < self._error_model(task.domain).ignore_record_prob:
+                return fenced(draft)
+            revised = domain.apply_contrast(blind, draft, f["record_a_minus"], f["record_a_plus"])
+            return fenced(draft if revised is None else revised)
+        if name == GENERATE_LOCAL_ALTERNATIVES:
+            return self._alternatives(domain, blind, f["action"], _int(f["k"], 4), rng)
+        if name == DISTIL_RECORD:
+            d = domain.distil(blind, f["a_minus"], f["a_plus"])
+            return f"SITUATION: {' '.join(d.situation.split())}\nCONDITION: {d.condition.strip() or 'none'}"
+        raise LLMError(f"the simulated LLM does not answer template {name}")  # pragma: no cover
+
+    def _alternatives(self, domain: Domain, task: Task, action: str, k: int, rng: np.random.Generator) -> str:
+        texts: list[str] = []
+        for edit in domain.edit_operators(task, action):
+            if edit.text != action and edit.text not in texts:
+                texts.append(edit.text)
+        chosen: list[str] = []
+        for index in rng.permutation(len(texts)):
+            if len(chosen) >= min(2, k):
+                break
+            if edit_fragment(action, texts[int(index)]) is not None:
+                chosen.append(texts[int(index)])
+        return format_alternatives(action, chosen)
+
+    @staticmethod
+    def _reflection(f: Mapping[str, str]) -> str:
+        feedback = " ".join(f.get("feedback", "").split())
+        summary = feedback.split(". ")[0].rstrip(".")[:160] or "no feedback was given"
+        kind = f.get("action_kind") or "action"
+        return (
+            f"My last {kind} failed ({summary}), so next time I will fix the part of it that this "
+            "feedback points to and keep the parts that were right."
+        )
