@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from cm_gym.paths import DataNotFoundError, data_root
+
+# Keep caches (generated databases, default stores) out of the user's home unless the run already
+# chose a cache dir; set at import so that session-scoped fixtures see it too.
+if not os.environ.get("CM_GYM_CACHE"):
+    os.environ["CM_GYM_CACHE"] = tempfile.mkdtemp(prefix="cm_gym_test_cache_")
 
 
 @pytest.fixture(scope="session")
@@ -19,10 +25,3 @@ def shared_data() -> Path:
         if os.environ.get("CI"):
             pytest.fail(f"real data missing in CI: {exc}")
         pytest.skip(str(exc))
-
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep caches out of the user's home unless the run already chose a cache dir."""
-    if not os.environ.get("CM_GYM_CACHE"):
-        monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path_factory.getbasetemp() / "cm_gym_cache"))

@@ -1,0 +1,257 @@
+"""What a record's a⁻ → a⁺ changed (by AST), its canonical key, and how to transfer it to a draft.
+
+`infer_contrast` recognises the one-unit edits of `edits.py` (comparison flip, DISTINCT, ORDER BY
+direction, LIMIT, aggregate, IS [NOT] NULL, join key, dropped or added WHERE conjunct) by
+re-deriving them from a⁻; `apply_contrast` applies the same *kind* of change to another query —
+preferring the same column, else the first place where the pattern occurs — whether or not it is
+right there. It never looks at a task's reference.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+
+from sqlglot import exp
+
+from cm_gym.domains.sql import edits, sqlast
+from cm_gym.domains.sql.edits import Change
+
+
+def _join_change(minus: exp.Expression, plus: exp.Expression) -> Change | None:
+    """One column of one join-key equality replaced by another column, everything else equal."""
+    a, b = sqlast.join_key_eqs(minus), sqlast.join_key_eqs(plus)
+    if len(a) != len(b):
+        return None
+    diffs = [
+        (i, side)
+        for i, (ea, eb) in enumerate(zip(a, b, strict=True))
+        for side in ("this", "expression")
+        if sqlast.to_sql(ea.args[side]) != sqlast.to_sql(eb.args[side])
+    ]
+    if len(diffs) != 1:
+        return None
+    i, side = diffs[0]
+    ca, cb = a[i].args[side], b[i].args[side]
+    copy = minus.copy()
+    sqlast.join_key_eqs(copy)[i].args[side].set("this", cb.this.copy())
+    if sqlast.to_sql(copy) != sqlast.to_sql(plus):
+        return None
+    table = sqlast.table_aliases(minus).get(ca.table.lower(), "") if ca.table else ""
+    return Change("join_key", ca.name.lower(), cb.name.lower(), table)
+
+
+def _added_conjunct(minus: exp.Expression, plus: exp.Expression) -> Change | None:
+    a = [sqlast.to_sql(c) for c in sqlast.where_conjuncts(minus)]
+    b = [sqlast.to_sql(c) for c in sqlast.where_conjuncts(plus)]
+    if len(b) != len(a) + 1:
+        return None
+    for i, cond in enumerate(b):
+        if b[:i] + b[i + 1 :] == a:
+            copy = minus.copy()
+            copy.set("where", None)
+            rest = plus.copy()
+            rest.set("where", None)
+            if sqlast.to_sql(copy) == sqlast.to_sql(rest):
+                return Change("where", "", "add", cond)
+    return None
+
+
+def _swapped_node(
+    minus: exp.Expression,
+    plus: exp.Expression,
+    nodes: Callable[[exp.Expression], list[exp.Expression]],
+    names: Mapping[type[exp.Expression], str],
+    kind: str,
+) -> Change | None:
+    """One comparison / aggregate whose *type* differs (same operands), everything else equal."""
+    a, b = nodes(minus), nodes(plus)
+    if len(a) != len(b):
+        return None
+    diffs = [(x, y) for x, y in zip(a, b, strict=True) if type(x) is not type(y)]
+    if len(diffs) != 1:
+        return None
+    x, y = diffs[0]
+    if sqlast.to_sql(x.this) != sqlast.to_sql(y.this):
+        return None
+    copy = minus.copy()
+    node = nodes(copy)[a.index(x)]
+    node.replace(
+        type(y)(**{k: v.copy() if isinstance(v, exp.Expression) else v for k, v in node.args.items()})
+    )
+    if sqlast.to_sql(copy) != sqlast.to_sql(plus):
+        return None
+    target = sqlast.operand_key(x) if kind == "cmp" else sqlast.column_name(x.this)
+    return Change(kind, names[type(x)], names[type(y)], target)
+
+
+def infer_contrast(a_minus: str, a_plus: str) -> Change | None:
+    """The one-unit change that turns `a_minus` into `a_plus`, or None when it is not one."""
+    return _infer_cached(a_minus, a_plus)
+
+
+@functools.lru_cache(maxsize=2048)
+def _infer_cached(a_minus: str, a_plus: str) -> Change | None:
+    try:
+        minus, plus = sqlast.parse(a_minus), sqlast.parse(a_plus)
+    except sqlast.SQLParseError:
+        return None
+    target = sqlast.to_sql(plus)
+    if sqlast.to_sql(minus) == target:
+        return None
+    quick = _swapped_node(minus, plus, sqlast.comparisons, sqlast.CMP_TYPES, "cmp") or _swapped_node(
+        minus, plus, sqlast.aggregates, sqlast.AGG_TYPES, "agg"
+    )
+    if quick is not None:
+        return quick
+    for edit in edits.raw_edits(a_minus):
+        if edit.text == target:
+            return edit.change
+    return _join_change(minus, plus) or _added_conjunct(minus, plus)
+
+
+def contrast_key(a_minus: str, a_plus: str) -> str | None:
+    """Canonical key of the change ("cmp:GT->GTE", "distinct:add", ...), None if unrecognised."""
+    change = infer_contrast(a_minus, a_plus)
+    return change.key if change else None
+
+
+# -- transfer ------------------------------------------------------------------------------------
+def _pick(
+    nodes: list[exp.Expression], key_of: Callable[[exp.Expression], str], target: str
+) -> exp.Expression | None:
+    """The node about the same column as the record, else the first candidate."""
+    if not nodes:
+        return None
+    for node in nodes:
+        if target and key_of(node) == target:
+            return node
+    return nodes[0]
+
+
+def _apply(tree: exp.Expression, change: Change, column_types: Mapping[str, str]) -> bool:
+    kind = change.kind
+    if kind == "cmp":
+        cands = [n for n in sqlast.comparisons(tree) if sqlast.CMP_TYPES[type(n)] == change.frm]
+        node = _pick(cands, sqlast.operand_key, change.target)
+        if node is None:
+            return False
+        node.replace(sqlast.CMP_BY_NAME[change.to](this=node.this, expression=node.expression))
+        return True
+    if kind == "null":
+        want_negate = change.frm == "IS NOT"
+        cands = [n for n in sqlast.null_checks(tree) if bool(n.args.get("negate")) == want_negate]
+        node = _pick(cands, lambda n: sqlast.column_name(n.this), change.target)
+        if node is None:
+            return False
+        node.set("negate", not want_negate)
+        return True
+    if kind == "distinct":
+        return _apply_distinct(tree, change)
+    if kind == "order":
+        cands = [
+            n for n in sqlast.ordered_keys(tree) if ("DESC" if n.args.get("desc") else "ASC") == change.frm
+        ]
+        node = _pick(
+            cands, lambda n: sqlast.column_name(n.this) or sqlast.to_sql(n.this).lower(), change.target
+        )
+        if node is None:
+            return False
+        edits.set_direction(node, change.to == "DESC")
+        return True
+    if kind == "limit":
+        limits = sqlast.limits(tree)
+        if not limits:
+            return False
+        n = int(limits[0].expression.this) + int(change.to) - int(change.frm)
+        if n < 1:
+            return False
+        limits[0].set("expression", sqlast.literal_int(n))
+        return True
+    if kind == "agg":
+        cands = [n for n in sqlast.aggregates(tree) if sqlast.AGG_TYPES[type(n)] == change.frm]
+        cands = [n for n in cands if not isinstance(n.this, (exp.Star, exp.Distinct))] or []
+        node = _pick(cands, lambda n: sqlast.column_name(n.this), change.target)
+        if node is None:
+            return False
+        edits.swap_agg(node, change.to)
+        return True
+    if kind == "join_key":
+        return _apply_join(tree, change, column_types)
+    if kind == "where":
+        return _apply_where(tree, change)
+    return False
+
+
+def _apply_distinct(tree: exp.Expression, change: Change) -> bool:
+    """SELECT DISTINCT contrasts transfer to the outer SELECT; COUNT(DISTINCT x) ones to a COUNT."""
+    add = change.to == "add"
+    if change.extra.get("on") != "count":
+        sels = sqlast.selects(tree)
+        if not sels or bool(sels[0].args.get("distinct")) == add:
+            return False
+        sels[0].set("distinct", exp.Distinct() if add else None)
+        return True
+    counts = [
+        a
+        for a in sqlast.aggregates(tree)
+        if isinstance(a, exp.Count) and a.this is not None and not isinstance(a.this, exp.Star)
+        and isinstance(a.this, exp.Distinct) != add
+    ]  # fmt: skip
+
+    def column(n: exp.Expression) -> str:
+        return sqlast.column_name(n.this.expressions[0] if isinstance(n.this, exp.Distinct) else n.this)
+
+    node = _pick(counts, column, change.target)
+    if node is None:
+        return False
+    node.set("this", exp.Distinct(expressions=[node.this]) if add else node.this.expressions[0])
+    return True
+
+
+def _apply_join(tree: exp.Expression, change: Change, column_types: Mapping[str, str]) -> bool:
+    for eq in sqlast.join_key_eqs(tree):
+        for side in ("this", "expression"):
+            col = eq.args[side]
+            if col.name.lower() == change.frm:
+                col.set("this", exp.to_identifier(change.to))
+                return True
+    return False
+
+
+def _apply_where(tree: exp.Expression, change: Change) -> bool:
+    if not isinstance(tree, exp.Select):
+        return False
+    parts = sqlast.where_conjuncts(tree)
+    if change.to == "drop":
+        keep = [p for p in parts if sqlast.to_sql(p) != change.target]
+        if len(keep) == len(parts):
+            return False
+        tree.set("where", exp.Where(this=exp.and_(*keep)) if keep else None)
+        return True
+    if any(sqlast.to_sql(p) == change.target for p in parts):
+        return False
+    try:
+        added = sqlast.parse(f"SELECT 1 WHERE {change.target}").args["where"].this
+    except (sqlast.SQLParseError, KeyError, AttributeError):
+        return False
+    tree.set("where", exp.Where(this=exp.and_(*parts, added)))
+    return True
+
+
+def apply_contrast(
+    draft: str, a_minus: str, a_plus: str, column_types: Mapping[str, str] | None = None
+) -> str | None:
+    """Apply the record's change to `draft`; None when it is unrecognised or does not match."""
+    change = infer_contrast(a_minus, a_plus)
+    if change is None:
+        return None
+    try:
+        tree = sqlast.parse(draft)
+    except sqlast.SQLParseError:
+        return None
+    before = sqlast.to_sql(tree)
+    if not _apply(tree, change, column_types or {}):
+        return None
+    after = sqlast.to_sql(tree)
+    return after if after != before else None

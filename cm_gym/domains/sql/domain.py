@@ -1,0 +1,81 @@
+"""`SQLDomain`: the Text-to-SQL plugin (world model, edit grammar, conditions, error model).
+
+Heavy modules (sqlglot-based edits, contrasts, the error model) are imported on first use so
+that ``import cm_gym`` stays fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
+from cm_gym.domains.sql.conditions import PREDICATES
+from cm_gym.domains.sql.evaluator import SQLEvaluator
+from cm_gym.types import Task
+
+
+class SQLDomain(Domain):
+    """Text-to-SQL on SQLite: actions are single SELECT queries, scored by execution accuracy."""
+
+    name = "sql"
+    action_kind = "SQLite query"
+    action_format = (
+        "Return only the SQL query (one SELECT statement for SQLite), in one ```sql fenced code block."
+    )
+
+    def make_evaluator(self, **kwargs: Any) -> SQLEvaluator:
+        """`SQLEvaluator(budget_s=2.0, row_cap=10000, partial_credit=False, digits=10)`."""
+        return SQLEvaluator(**kwargs)
+
+    def edit_operators(self, task: Task, action: str) -> list[Edit]:
+        from cm_gym.domains.sql.edits import edit_operators
+
+        return edit_operators(action, (task.features or {}).get("column_types"))
+
+    def decision_units(self, action: str) -> list[str]:
+        """One line per clause / key of the pretty-printed query."""
+        from cm_gym.domains.sql import sqlast
+
+        try:
+            return [line.strip() for line in sqlast.pretty(action).splitlines() if line.strip()]
+        except sqlast.SQLParseError:
+            return super().decision_units(action)
+
+    def condition_predicates(self) -> Mapping[str, PredicateFn]:
+        return PREDICATES
+
+    def distil(self, task: Task, a_minus: str, a_plus: str) -> Distillation:
+        from cm_gym.domains.sql.distil import distil
+
+        return distil(task, a_minus, a_plus)
+
+    def contrast_key(self, a_minus: str, a_plus: str) -> str:
+        """E.g. "cmp:GT->GTE", "distinct:add", "order:ASC->DESC", "limit:+1", "agg:SUM->AVG",
+        "join_key", "null:IS->IS NOT", "where:drop"; the token diff when not one AST edit."""
+        from cm_gym.domains.sql import sqlast
+        from cm_gym.domains.sql.contrast import contrast_key
+
+        key = contrast_key(a_minus, a_plus)
+        if key is None:  # compare the normal forms so formatting never shows up as a change
+            key = super().contrast_key(sqlast.try_normalize(a_minus), sqlast.try_normalize(a_plus))
+        return key
+
+    def error_model(self) -> ErrorModel:
+        from cm_gym.domains.sql.errors import error_model
+
+        return error_model()
+
+    def apply_contrast(self, task: Task, draft: str, a_minus: str, a_plus: str) -> str | None:
+        """Apply the record's one-unit change to the draft (same column first); None when the
+        pattern does not occur. Contrasts that are not one AST edit fall back to token runs."""
+        from cm_gym.domains.sql import contrast, sqlast
+
+        if contrast.infer_contrast(a_minus, a_plus) is None:
+            out = super().apply_contrast(task, draft, a_minus, a_plus)
+            return sqlast.try_normalize(out) if out is not None else None
+        return contrast.apply_contrast(draft, a_minus, a_plus, (task.features or {}).get("column_types"))
+
+    def parse_action(self, text: str) -> str:
+        """The SQL in the reply's fenced block (or after ACTION:), without trailing semicolons."""
+        return super().parse_action(text).strip().rstrip(";").strip()

@@ -1,0 +1,246 @@
+"""Rule-based local edits of a SQL query on its sqlglot AST (never on the string).
+
+Each edit changes exactly one decision unit: one comparison (``>`` ↔ ``>=``, ``<`` ↔ ``<=``,
+``=`` ↔ ``!=``), one IS [NOT] NULL, one DISTINCT, one ORDER BY direction, one LIMIT (±1), one
+aggregate function, one join-key column, or drops one WHERE conjunct. Units are named
+``"<kind>:<index>"`` (e.g. ``"comparison:0"``). The order is deterministic: round-robin over the
+kinds, comparisons first, so that the first K = 4 edits cover several kinds of slip. Every edited
+query is rendered by `sqlast.to_sql`, the same normal form as drafts, so a⁻ and a⁺ differ in
+one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from cm_gym.domains.base import Edit
+from cm_gym.domains.sql import sqlast
+
+KINDS = ("comparison", "null", "distinct", "order", "limit", "agg", "join_key", "where")
+AGG_PARTNER = {"SUM": "AVG", "AVG": "SUM", "MAX": "MIN", "MIN": "MAX", "COUNT": "SUM"}
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one edit did, in structured form (used to name and transfer contrasts)."""
+
+    kind: str  # cmp | null | distinct | order | limit | agg | join_key | where
+    frm: str = ""
+    to: str = ""
+    target: str = ""  # column (or operand) the change applies to
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """Canonical contrast key, e.g. "cmp:GT->GTE", "distinct:add", "limit:+1"."""
+        if self.kind in ("cmp", "order", "agg", "null"):
+            return f"{self.kind}:{self.frm}->{self.to}"
+        if self.kind == "limit":
+            delta = int(self.to) - int(self.frm)
+            return f"limit:{delta:+d}"
+        if self.kind in ("distinct", "where"):
+            return f"{self.kind}:{self.to}"
+        return self.kind
+
+
+@dataclass(frozen=True)
+class RawEdit:
+    text: str
+    unit: str
+    change: Change
+    description: str
+
+
+Mutator = Callable[[exp.Expression], tuple[Change, str] | None]
+
+
+def _variants(
+    tree: exp.Expression, nodes: Callable[[exp.Expression], list], mutate: Callable
+) -> Iterator[tuple[int, Change, str, str]]:
+    """For each node i (re-found in a fresh copy), apply `mutate(copy, node)`; yield results."""
+    for i in range(len(nodes(tree))):
+        copy = tree.copy()
+        node = nodes(copy)[i]
+        out = mutate(copy, node)
+        if out is not None:
+            change, desc = out
+            yield i, change, sqlast.to_sql(copy), desc
+
+
+def _flip_cmp(tree: exp.Expression, node: exp.Expression) -> tuple[Change, str]:
+    frm = sqlast.CMP_TYPES[type(node)]
+    to = sqlast.CMP_FLIP[frm]
+    before = sqlast.to_sql(node)
+    new = sqlast.CMP_BY_NAME[to](this=node.this, expression=node.expression)
+    node.replace(new)
+    return Change("cmp", frm, to, sqlast.operand_key(new)), f"{before} → {sqlast.to_sql(new)}"
+
+
+def _flip_null(tree: exp.Expression, node: exp.Is) -> tuple[Change, str]:
+    frm = "IS NOT" if node.args.get("negate") else "IS"
+    to = "IS" if frm == "IS NOT" else "IS NOT"
+    node.set("negate", to == "IS NOT")
+    target = sqlast.column_name(node.this) or sqlast.to_sql(node.this).lower()
+    return Change("null", frm, to, target), f"{frm} NULL → {to} NULL on {sqlast.to_sql(node.this)}"
+
+
+def _distinct_nodes(tree: exp.Expression) -> list[exp.Expression]:
+    out: list[exp.Expression] = []
+    for sel in sqlast.selects(tree):
+        one_row = not sel.args.get("group") and all(
+            isinstance(e.unalias(), exp.AggFunc) for e in sel.expressions
+        )
+        if sel.args.get("distinct") or not one_row:
+            out.append(sel)
+    for agg in sqlast.aggregates(tree):
+        if isinstance(agg, exp.Count) and not isinstance(agg.this, exp.Star) and agg.this is not None:
+            out.append(agg)
+    return out
+
+
+_ON_SELECT: Mapping[str, str] = {"on": "select"}
+_ON_COUNT: Mapping[str, str] = {"on": "count"}
+
+
+def _toggle_distinct(tree: exp.Expression, node: exp.Expression) -> tuple[Change, str]:
+    if isinstance(node, exp.Select):
+        target = sqlast.column_name(node.expressions[0].unalias()) if node.expressions else ""
+        if node.args.get("distinct"):
+            node.set("distinct", None)
+            return Change("distinct", "DISTINCT", "remove", target, _ON_SELECT), "remove DISTINCT"
+        node.set("distinct", exp.Distinct())
+        return Change("distinct", "", "add", target, _ON_SELECT), "add DISTINCT"
+    inner = node.this
+    if isinstance(inner, exp.Distinct):
+        arg = inner.expressions[0]
+        node.set("this", arg)
+        return Change(
+            "distinct", "DISTINCT", "remove", sqlast.column_name(arg), _ON_COUNT
+        ), "COUNT(DISTINCT x) → COUNT(x)"
+    node.set("this", exp.Distinct(expressions=[inner]))
+    return Change("distinct", "", "add", sqlast.column_name(inner), _ON_COUNT), "COUNT(x) → COUNT(DISTINCT x)"
+
+
+def set_direction(node: exp.Ordered, desc: bool) -> None:
+    """Set an ORDER BY key's direction, keeping SQLite's default NULL placement."""
+    default_nulls_first = not bool(node.args.get("desc"))
+    if bool(node.args.get("nulls_first")) == default_nulls_first:
+        node.set("nulls_first", not desc)
+    node.set("desc", desc)
+
+
+def _flip_order(tree: exp.Expression, node: exp.Ordered) -> tuple[Change, str]:
+    frm = "DESC" if node.args.get("desc") else "ASC"
+    to = "ASC" if frm == "DESC" else "DESC"
+    set_direction(node, to == "DESC")
+    target = sqlast.column_name(node.this) or sqlast.to_sql(node.this).lower()
+    return Change("order", frm, to, target), f"ORDER BY {sqlast.to_sql(node.this)} {frm} → {to}"
+
+
+def _limit_edits(tree: exp.Expression) -> Iterator[tuple[int, Change, str, str]]:
+    for i in range(len(sqlast.limits(tree))):
+        n = int(sqlast.limits(tree)[i].expression.this)
+        for m in (n + 1, n - 1):
+            if m < 1:
+                continue
+            copy = tree.copy()
+            sqlast.limits(copy)[i].set("expression", sqlast.literal_int(m))
+            yield i, Change("limit", str(n), str(m)), sqlast.to_sql(copy), f"LIMIT {n} → {m}"
+
+
+def _agg_nodes(tree: exp.Expression) -> list[exp.Expression]:
+    return [
+        a
+        for a in sqlast.aggregates(tree)
+        if not (isinstance(a, exp.Count) and (a.this is None or isinstance(a.this, (exp.Star, exp.Distinct))))
+    ]
+
+
+def swap_agg(node: exp.Expression, to: str) -> exp.Expression:
+    """Replace an aggregate call by another function over the same argument."""
+    new = sqlast.AGG_BY_NAME[to](this=node.this)
+    node.replace(new)
+    return new
+
+
+def _swap_agg(tree: exp.Expression, node: exp.Expression) -> tuple[Change, str]:
+    frm = sqlast.AGG_TYPES[type(node)]
+    to = AGG_PARTNER[frm]
+    target = sqlast.column_name(node.this)
+    swap_agg(node, to)
+    return Change("agg", frm, to, target), f"{frm}(...) → {to}(...)"
+
+
+def join_candidates(column: str, table: str, column_types: Mapping[str, str], limit: int = 2) -> list[str]:
+    """Other key-like columns of `table` (``*_id`` / ``id`` first) to try as a join key."""
+    cols = [k.split(".", 1)[1] for k in column_types if k.split(".", 1)[0] == table]
+    keys = [c for c in cols if c != column.lower() and (c.endswith("_id") or c == "id" or c.endswith("id"))]
+    return keys[:limit]
+
+
+def _join_edits(
+    tree: exp.Expression, column_types: Mapping[str, str]
+) -> Iterator[tuple[int, Change, str, str]]:
+    aliases = sqlast.table_aliases(tree)
+    for i, eq in enumerate(sqlast.join_key_eqs(tree)):
+        for side in ("this", "expression"):
+            col = eq.args[side]
+            table = aliases.get(col.table.lower(), "") if col.table else ""
+            for alt in join_candidates(col.name, table, column_types, 2 if side == "this" else 1):
+                copy = tree.copy()
+                target = sqlast.join_key_eqs(copy)[i].args[side]
+                target.set("this", exp.to_identifier(alt))
+                change = Change("join_key", col.name.lower(), alt, table)
+                yield i, change, sqlast.to_sql(copy), f"join key {sqlast.to_sql(col)} → {alt}"
+
+
+def _where_edits(tree: exp.Expression) -> Iterator[tuple[int, Change, str, str]]:
+    conjuncts = sqlast.where_conjuncts(tree)
+    if len(conjuncts) < 2:
+        return
+    for i in range(len(conjuncts)):
+        copy = tree.copy()
+        parts = sqlast.where_conjuncts(copy)
+        dropped = sqlast.to_sql(parts[i])
+        keep = [p for j, p in enumerate(parts) if j != i]
+        copy.set("where", exp.Where(this=exp.and_(*keep)))
+        yield i, Change("where", dropped, "drop", dropped), sqlast.to_sql(copy), f"drop condition {dropped}"
+
+
+def raw_edits(action: str, column_types: Mapping[str, str] | None = None) -> list[RawEdit]:
+    """All one-unit edits of `action`, round-robin over kinds (comparisons first)."""
+    try:
+        tree = sqlast.parse(action)
+    except sqlast.SQLParseError:
+        return []
+    base = sqlast.to_sql(tree)
+    groups: dict[str, list[RawEdit]] = {k: [] for k in KINDS}
+    sources: dict[str, Iterator[tuple[int, Change, str, str]]] = {
+        "comparison": _variants(tree, sqlast.comparisons, _flip_cmp),
+        "null": _variants(tree, sqlast.null_checks, _flip_null),
+        "distinct": _variants(tree, _distinct_nodes, _toggle_distinct),
+        "order": _variants(tree, sqlast.ordered_keys, _flip_order),
+        "limit": _limit_edits(tree),
+        "agg": _variants(tree, _agg_nodes, _swap_agg),
+        "join_key": _join_edits(tree, column_types or {}),
+        "where": _where_edits(tree),
+    }
+    for kind, source in sources.items():
+        for i, change, text, desc in source:
+            groups[kind].append(RawEdit(text, f"{kind}:{i}", change, desc))
+    out: list[RawEdit] = []
+    seen = {base}
+    for rnd in range(max((len(g) for g in groups.values()), default=0)):
+        for kind in KINDS:
+            if rnd < len(groups[kind]) and groups[kind][rnd].text not in seen:
+                seen.add(groups[kind][rnd].text)
+                out.append(groups[kind][rnd])
+    return out
+
+
+def edit_operators(action: str, column_types: Mapping[str, str] | None = None) -> list[Edit]:
+    """`raw_edits` as the Domain contract's `Edit` objects."""
+    return [Edit(e.text, e.unit, e.description) for e in raw_edits(action, column_types)]

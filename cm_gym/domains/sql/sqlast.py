@@ -1,0 +1,193 @@
+"""sqlglot helpers shared by the SQL edit operators, error model, contrasts and features.
+
+Every SQL text this domain *produces* (drafts with slips, edits, revised drafts, generated gold
+queries) goes through `normalize`, so two queries that differ in one decision unit differ in one
+place of their text. Parsing is in the SQLite dialect; ``x IS NOT NULL`` is kept as such (sqlglot
+would otherwise print ``NOT x IS NULL``) and ORDER BY keys always carry an explicit direction.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+DIALECT = "sqlite"
+
+#: comparison node types and their names (used in units, contrast keys and error operators)
+CMP_TYPES: dict[type[exp.Expression], str] = {
+    exp.GT: "GT",
+    exp.GTE: "GTE",
+    exp.LT: "LT",
+    exp.LTE: "LTE",
+    exp.EQ: "EQ",
+    exp.NEQ: "NEQ",
+}
+CMP_BY_NAME: dict[str, type[exp.Expression]] = {v: k for k, v in CMP_TYPES.items()}
+CMP_SYMBOL = {"GT": ">", "GTE": ">=", "LT": "<", "LTE": "<=", "EQ": "=", "NEQ": "!="}
+#: the boundary flip of each comparison (one decision unit)
+CMP_FLIP = {"GT": "GTE", "GTE": "GT", "LT": "LTE", "LTE": "LT", "EQ": "NEQ", "NEQ": "EQ"}
+
+AGG_TYPES: dict[type[exp.Expression], str] = {
+    exp.Count: "COUNT",
+    exp.Sum: "SUM",
+    exp.Avg: "AVG",
+    exp.Max: "MAX",
+    exp.Min: "MIN",
+}
+AGG_BY_NAME: dict[str, type[exp.Expression]] = {v: k for k, v in AGG_TYPES.items()}
+
+
+class SQLParseError(ValueError):
+    """The text is not exactly one SQL statement sqlglot can parse."""
+
+
+def parse(sql: str) -> exp.Expression:
+    """Parse exactly one statement (SQLite dialect) into a fresh, canonicalised AST."""
+    return _parse_cached(sql.strip().rstrip(";").strip()).copy()
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(sql: str) -> exp.Expression:
+    if not sql:
+        raise SQLParseError("empty query")
+    try:
+        trees = [t for t in sqlglot.parse(sql, read=DIALECT) if t is not None]
+    except (SqlglotError, ValueError, RecursionError) as err:
+        raise SQLParseError(f"cannot parse SQL: {str(err)[:200]}") from err
+    if len(trees) != 1:
+        raise SQLParseError(f"expected one SQL statement, found {len(trees)}")
+    return canonicalize(trees[0])
+
+
+def canonicalize(tree: exp.Expression) -> exp.Expression:
+    """Rewrite NOT (x IS NULL) as x IS NOT NULL and make ORDER BY directions explicit."""
+    for node in list(tree.find_all(exp.Not)):
+        inner = node.this
+        if isinstance(inner, exp.Is) and not inner.args.get("negate"):
+            node.replace(exp.Is(this=inner.this, expression=inner.expression, negate=True))
+    for ordered in tree.find_all(exp.Ordered):
+        ordered.set("desc", bool(ordered.args.get("desc")))
+    return tree
+
+
+def to_sql(tree: exp.Expression) -> str:
+    """Render an AST as one-line SQLite text."""
+    return tree.sql(dialect=DIALECT)
+
+
+def normalize(sql: str) -> str:
+    """Canonical one-line SQLite text of `sql` (raises SQLParseError when it does not parse)."""
+    return to_sql(parse(sql))
+
+
+def try_normalize(sql: str) -> str:
+    """`normalize`, or the stripped input when sqlglot cannot parse it."""
+    try:
+        return normalize(sql)
+    except SQLParseError:
+        return sql.strip()
+
+
+def pretty(sql: str) -> str:
+    """Multi-line rendering, one clause or key per line (the query's decision units)."""
+    return parse(sql).sql(dialect=DIALECT, pretty=True)
+
+
+# -- node enumeration (deterministic DFS pre-order, the order of units) ------------------------
+def _dfs(tree: exp.Expression) -> Iterator[exp.Expression]:
+    yield from tree.walk(bfs=False)
+
+
+def is_column_pair(node: exp.Expression) -> bool:
+    """A comparison of two columns (a join key), not a filter against a value."""
+    return isinstance(node.this, exp.Column) and isinstance(node.expression, exp.Column)
+
+
+def comparisons(tree: exp.Expression) -> list[exp.Expression]:
+    """Filter comparisons (>, >=, <, <=, =, !=) that are not column = column join keys."""
+    return [n for n in _dfs(tree) if type(n) in CMP_TYPES and not is_column_pair(n)]
+
+
+def join_key_eqs(tree: exp.Expression) -> list[exp.EQ]:
+    """column = column equalities inside JOIN ... ON clauses."""
+    out: list[exp.EQ] = []
+    for join in (n for n in _dfs(tree) if isinstance(n, exp.Join)):
+        on = join.args.get("on")
+        if on is None:
+            continue
+        out.extend(n for n in on.walk(bfs=False) if isinstance(n, exp.EQ) and is_column_pair(n))
+    return out
+
+
+def selects(tree: exp.Expression) -> list[exp.Select]:
+    """All SELECT nodes, outermost first."""
+    return [n for n in _dfs(tree) if isinstance(n, exp.Select)]
+
+
+def aggregates(tree: exp.Expression) -> list[exp.Expression]:
+    """COUNT / SUM / AVG / MAX / MIN calls."""
+    return [n for n in _dfs(tree) if type(n) in AGG_TYPES]
+
+
+def ordered_keys(tree: exp.Expression) -> list[exp.Ordered]:
+    """ORDER BY keys of every query level."""
+    return [n for n in _dfs(tree) if isinstance(n, exp.Ordered)]
+
+
+def limits(tree: exp.Expression) -> list[exp.Limit]:
+    """LIMIT clauses with an integer literal."""
+    out = []
+    for node in _dfs(tree):
+        if isinstance(node, exp.Limit):
+            lit = node.args.get("expression")
+            if isinstance(lit, exp.Literal) and not lit.is_string and lit.this.isdigit():
+                out.append(node)
+    return out
+
+
+def null_checks(tree: exp.Expression) -> list[exp.Is]:
+    """``x IS NULL`` / ``x IS NOT NULL`` predicates."""
+    return [n for n in _dfs(tree) if isinstance(n, exp.Is) and isinstance(n.expression, exp.Null)]
+
+
+def where_conjuncts(tree: exp.Expression) -> list[exp.Expression]:
+    """The top-level AND-ed conjuncts of the outermost WHERE clause."""
+    where = tree.args.get("where") if isinstance(tree, exp.Select) else None
+    if where is None:
+        return []
+    return list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+
+
+def column_name(node: exp.Expression | None) -> str:
+    """Lower-case column name of a Column node ('' for anything else)."""
+    return node.name.lower() if isinstance(node, exp.Column) else ""
+
+
+def operand_key(node: exp.Expression) -> str:
+    """What a comparison constrains: the column name, else the left operand's text (lower)."""
+    name = column_name(node.this) or column_name(node.expression)
+    return name or to_sql(node.this).lower()
+
+
+def has_top_level_order(tree: exp.Expression) -> bool:
+    """True when the outermost query sorts its result (then row order matters)."""
+    return tree.args.get("order") is not None
+
+
+def table_aliases(tree: exp.Expression) -> dict[str, str]:
+    """alias (or table name) → table name, lower-case, for every table in the query."""
+    out: dict[str, str] = {}
+    for table in tree.find_all(exp.Table):
+        name = table.name.lower()
+        out[name] = name
+        if table.alias:
+            out[table.alias.lower()] = name
+    return out
+
+
+def literal_int(value: int) -> exp.Literal:
+    return exp.Literal.number(value)

@@ -1,0 +1,166 @@
+"""The SQL world model: Spider-style execution accuracy, feedback, caching, bad tasks."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cm_gym.domains.sql.evaluator import SQLEvaluator
+from cm_gym.types import Action, AgentState, Outcome, Task
+
+TaskFactory = Callable[..., Task]
+
+
+def check(task: Task, sql: str, **kw: Any) -> Outcome:
+    return SQLEvaluator(**kw).check(AgentState(task), Action(sql))
+
+
+def test_identical_and_reordered_columns_are_correct(make_task: TaskFactory) -> None:
+    task = make_task("SELECT name, age FROM people WHERE age >= 18")
+    assert check(task, "SELECT name, age FROM people WHERE age >= 18").solved
+    assert check(task, "SELECT age, name FROM people WHERE 18 <= age").solved  # column order free
+
+
+def test_row_order_ignored_without_order_by(make_task: TaskFactory) -> None:
+    task = make_task("SELECT name FROM people WHERE age >= 18")
+    outcome = check(task, "SELECT name FROM people WHERE age >= 18 ORDER BY name DESC")
+    assert outcome.solved and outcome.score == 1.0
+
+
+def test_row_order_matters_with_order_by(make_task: TaskFactory) -> None:
+    task = make_task("SELECT name FROM people ORDER BY age DESC, name ASC")
+    assert check(task, "SELECT name FROM people ORDER BY age DESC, name").solved
+    wrong = check(task, "SELECT name FROM people ORDER BY age ASC, name ASC")
+    assert not wrong.solved and wrong.status == "ok"
+    assert "order" in wrong.feedback
+    assert wrong.details["ordered"] is True
+
+
+def test_order_by_only_in_subquery_is_unordered(make_task: TaskFactory) -> None:
+    task = make_task("SELECT name FROM (SELECT name FROM people ORDER BY age) WHERE name != 'Ann'")
+    assert check(task, "SELECT name FROM people WHERE name <> 'Ann' ORDER BY name DESC").solved
+
+
+def test_multisets_count_repeats(make_task: TaskFactory) -> None:
+    task = make_task("SELECT city FROM people")
+    outcome = check(task, "SELECT DISTINCT city FROM people")
+    assert not outcome.solved
+    assert "repeats" in outcome.feedback and "3 row(s)" in outcome.feedback
+    assert check(
+        make_task("SELECT DISTINCT city FROM people"), "SELECT city FROM people GROUP BY city"
+    ).solved
+
+
+def test_null_safe_comparison(make_task: TaskFactory) -> None:
+    task = make_task("SELECT name, score FROM people")
+    assert check(task, "SELECT name, score FROM people").solved
+    assert not check(task, "SELECT name, IFNULL(score, 0) FROM people").solved  # NULL != 0
+    assert check(
+        make_task("SELECT boss_id FROM people WHERE id < 4"),
+        "SELECT NULL UNION ALL SELECT 1 UNION ALL SELECT 1",
+    ).solved
+
+
+def test_numeric_tolerance_and_types(make_task: TaskFactory) -> None:
+    task = make_task("SELECT AVG(score) FROM people")
+    assert check(task, "SELECT SUM(score) / COUNT(score) FROM people").solved
+    assert check(make_task("SELECT 0.3"), "SELECT 0.1 + 0.2").solved
+    assert check(make_task("SELECT COUNT(*) FROM pets"), "SELECT 4.0").solved  # 4 == 4.0
+    assert not check(make_task("SELECT COUNT(*) FROM pets"), "SELECT '4'").solved  # text is not a number
+    assert not check(make_task("SELECT 0.3"), "SELECT 0.3001").solved
+
+
+def test_two_empty_results_are_equal(make_task: TaskFactory) -> None:
+    task = make_task("SELECT name FROM people WHERE age > 100")
+    assert check(task, "SELECT name, age FROM people WHERE age < 0").solved
+
+
+def test_wrong_result_feedback_never_reveals_reference(make_task: TaskFactory) -> None:
+    task = make_task("SELECT name FROM people WHERE age >= 18 AND city = 'Oslo'")
+    outcome = check(task, "SELECT name FROM people WHERE age > 18 AND city = 'Oslo'")
+    assert not outcome.solved and outcome.score == 0.0
+    assert len(outcome.feedback) <= 800
+    assert task.reference not in outcome.feedback
+    for value in ("Bob", "Fay", "Oslo", ">="):
+        assert value not in outcome.feedback
+    assert "1 row(s) x 1 column(s)" in outcome.feedback and "2 row(s)" in outcome.feedback
+
+
+def test_partial_credit_mode(make_task: TaskFactory) -> None:
+    task = make_task("SELECT name FROM people WHERE age >= 18")
+    partial = check(task, "SELECT name FROM people WHERE age > 18", partial_credit=True)
+    assert not partial.solved and 0.0 < partial.score < 1.0
+    assert partial.score == pytest.approx(3 / 5)  # overlap 3 of max(3, 5) rows
+    assert check(task, "SELECT name FROM people WHERE age > 18").score == 0.0
+    assert check(task, "SELECT name FROM people WHERE age >= 18", partial_credit=True).score == 1.0
+    assert check(task, "SELECT name, age FROM people", partial_credit=True).score == 0.0  # wrong columns
+    ordered = make_task("SELECT name FROM people ORDER BY age, name")
+    assert check(ordered, "SELECT name FROM people ORDER BY age DESC, name", partial_credit=True).score == 0.5
+
+
+def test_reference_result_is_computed_once(make_task: TaskFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    evaluator = SQLEvaluator()
+    task = make_task("SELECT name FROM people WHERE age >= 18")
+    calls: list[str] = []
+    original = evaluator.run
+
+    def counting(path: str, sql: str, *, immutable: bool = True):
+        calls.append(sql)
+        return original(path, sql, immutable=immutable)
+
+    monkeypatch.setattr(evaluator, "run", counting)
+    for sql in ("SELECT name FROM people", "SELECT name FROM people WHERE age >= 18", "SELECT 1"):
+        evaluator.check(AgentState(task), Action(sql))
+    assert calls.count(task.reference) == 2  # once as the reference, once as the candidate
+    assert len(calls) == 4
+
+
+def test_bad_tasks_give_error_outcomes(make_task: TaskFactory, tmp_path: Path) -> None:
+    missing = make_task("SELECT 1", db_path=tmp_path / "nope.sqlite")
+    outcome = check(missing, "SELECT 1")
+    assert outcome.status == "error" and "not found" in outcome.reason
+    corrupt_path = tmp_path / "corrupt.sqlite"
+    corrupt_path.write_bytes(b"this is not a database" * 100)
+    corrupt = check(make_task("SELECT 1", db_path=corrupt_path), "SELECT 1")
+    assert corrupt.status == "error" and corrupt.score == 0.0
+    blank = check(make_task("   "), "SELECT 1")
+    assert blank.status == "error" and "no reference" in blank.reason
+    broken_ref = check(make_task("SELECT nope FROM people"), "SELECT 1")
+    assert broken_ref.status == "error" and "reference" in broken_ref.reason
+    no_db = SQLEvaluator().check(AgentState(Task("t", "sql", "q", "e", "SELECT 1")), Action("SELECT 1"))
+    assert no_db.status == "error" and "no database" in no_db.reason
+
+
+def test_bad_actions_are_scored_not_raised(make_task: TaskFactory) -> None:
+    task = make_task("SELECT name FROM people")
+    cases = {
+        "": "error",
+        "   ;  ": "error",
+        "hello world": "error",
+        "SELEC name FROM people": "error",
+        "SELECT nope FROM people": "error",
+        "SELECT name FROM people; SELECT 1": "error",
+        "SELECT '\udcff'": "error",  # not encodable as UTF-8
+        "SELECT 1\x00": "error",
+        "DROP TABLE people": "refused",
+    }
+    for sql, status in cases.items():
+        outcome = check(task, sql)
+        assert outcome.status == status, (sql, outcome)
+        assert outcome.score == 0.0 and not outcome.solved and outcome.reason
+        assert len(outcome.feedback) <= 800
+    assert check(task, "  SELECT name FROM people ;; ").solved  # trailing semicolons are fine
+    assert "several statements" in check(task, "SELECT 1; SELECT 2").reason
+
+
+def test_evaluator_pickles_after_use(make_task: TaskFactory) -> None:
+    evaluator = SQLEvaluator(budget_s=1.5)
+    task = make_task("SELECT name FROM people")
+    assert evaluator.check(AgentState(task), Action("SELECT name FROM people")).solved
+    clone = pickle.loads(pickle.dumps(evaluator))
+    assert clone.budget_s == 1.5
+    assert clone.check(AgentState(task), Action("SELECT name FROM people")).solved

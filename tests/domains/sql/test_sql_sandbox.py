@@ -1,0 +1,131 @@
+"""The SQL sandbox: hostile queries are refused or stopped, and the database file never changes."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cm_gym.domains.sql.evaluator import SQLEvaluator, _Sandbox
+from cm_gym.types import Action, AgentState, Task
+
+TaskFactory = Callable[..., Task]
+
+HOSTILE = [
+    "DROP TABLE people",
+    "INSERT INTO people VALUES (9, 'Zed', 1, 'X', 0, NULL)",
+    "UPDATE people SET age = 0",
+    "DELETE FROM people",
+    "CREATE TABLE evil (a)",
+    "ALTER TABLE people ADD COLUMN x",
+    "ATTACH DATABASE ':memory:' AS other",
+    "DETACH DATABASE main",
+    "PRAGMA user_version = 7",
+    "PRAGMA journal_mode = WAL",
+    "VACUUM",
+    "BEGIN IMMEDIATE",
+    "REINDEX",
+    "WITH x AS (SELECT 1) DELETE FROM people",
+    "WITH x AS (SELECT 1) INSERT INTO people SELECT * FROM people",
+    "SELECT load_extension('/tmp/nowhere.so')",
+    "SELECT 1; DROP TABLE people",
+    "SELECT name FROM people; DELETE FROM people",
+]
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("sql", HOSTILE)
+def test_hostile_query_is_refused_with_score_zero(make_task: TaskFactory, sql: str) -> None:
+    outcome = SQLEvaluator().check(AgentState(make_task("SELECT name FROM people")), Action(sql))
+    assert outcome.score == 0.0 and not outcome.solved
+    assert outcome.status in ("refused", "error")
+    assert outcome.reason
+
+
+def test_write_statements_are_refused_not_errors(make_task: TaskFactory) -> None:
+    evaluator = SQLEvaluator()
+    state = AgentState(make_task("SELECT name FROM people"))
+    for sql in (
+        "DROP TABLE people",
+        "PRAGMA user_version = 7",
+        "ATTACH DATABASE 'x.db' AS x",
+        "VACUUM INTO '/tmp/copy.db'",
+    ):
+        assert evaluator.check(state, Action(sql)).status == "refused"
+    cte = evaluator.check(state, Action("WITH x AS (SELECT 1) DELETE FROM people"))
+    assert cte.status == "refused" and "DELETE" in cte.reason
+    ext = evaluator.check(state, Action("SELECT load_extension('/tmp/nowhere.so')"))
+    assert ext.status == "refused" and "load_extension" in ext.reason
+
+
+def test_authorizer_denies_writes_even_past_the_keyword_gate(tiny_db: Path) -> None:
+    box = _Sandbox(str(tiny_db), immutable=False, progress_steps=1000)
+    try:
+        for sql in (
+            "ATTACH DATABASE ':memory:' AS m",
+            "PRAGMA user_version = 3",
+            "PRAGMA table_info(people)",
+            "CREATE TEMP TABLE t (a)",
+            "INSERT INTO people (id) VALUES (99)",
+            "DROP TABLE pets",
+        ):
+            with pytest.raises(sqlite3.DatabaseError):
+                box.conn.execute(sql)
+            assert "not allowed" in box.denied
+        assert box.conn.execute("SELECT count(*) FROM people").fetchone() == (6,)
+    finally:
+        box.close()
+
+
+def test_runaway_recursive_cte_hits_the_time_budget(make_task: TaskFactory) -> None:
+    evaluator = SQLEvaluator(budget_s=0.2)
+    state = AgentState(make_task("SELECT name FROM people"))
+    start = time.perf_counter()
+    outcome = evaluator.check(
+        state,
+        Action("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"),
+    )
+    elapsed = time.perf_counter() - start
+    assert outcome.status == "timeout" and outcome.score == 0.0
+    assert "0.2 s" in outcome.reason
+    assert elapsed < 10  # stopped, not run to completion (it never completes)
+    # the connection is still usable afterwards
+    assert evaluator.check(state, Action("SELECT name FROM people")).solved
+
+
+def test_row_cap_and_value_size_limits(make_task: TaskFactory) -> None:
+    evaluator = SQLEvaluator(row_cap=50)
+    state = AgentState(make_task("SELECT name FROM people"))
+    many = evaluator.check(
+        state,
+        Action("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r LIMIT 500) SELECT i FROM r"),
+    )
+    assert many.status == "budget" and "50" in many.reason
+    blob = evaluator.check(state, Action("SELECT zeroblob(2000000000)"))
+    assert blob.status == "error" and blob.score == 0.0
+
+
+def test_database_file_unchanged_after_hostile_queries(make_task: TaskFactory, tiny_db: Path) -> None:
+    before = _sha(tiny_db)
+    files_before = sorted(p.name for p in tiny_db.parent.iterdir())
+    evaluator = SQLEvaluator(budget_s=0.2)
+    for immutable in (False, True):
+        state = AgentState(make_task("SELECT name FROM people", immutable=immutable))
+        for sql in HOSTILE + [
+            "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT max(i) FROM r"
+        ]:
+            evaluator.check(state, Action(sql))
+        assert evaluator.check(state, Action("SELECT name FROM people")).solved
+    evaluator.close()
+    assert _sha(tiny_db) == before
+    assert sorted(p.name for p in tiny_db.parent.iterdir()) == files_before  # no journal / wal files
+    conn = sqlite3.connect(tiny_db)
+    assert conn.execute("SELECT count(*) FROM people").fetchone() == (6,)
+    conn.close()
