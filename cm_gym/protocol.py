@@ -156,10 +156,11 @@ def build_snapshot(
 
 
 def load_snapshot(path: Path, prepared: Prepared) -> Any:
-    """Open a frozen snapshot read-only and check it against the run (before any work)."""
-    from cm_gym.memory.snapshot import load_readonly
+    """Open a frozen snapshot read-only and check it against the run (before any work); a live,
+    unfrozen store is refused."""
+    from cm_gym.memory.snapshot import FrozenStore
 
-    snapshot = load_readonly(path)
+    snapshot = FrozenStore.open(path)  # verified: manifest present and its sha256 matches
     check_snapshot(snapshot, prepared)
     return snapshot
 
