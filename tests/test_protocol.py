@@ -103,13 +103,6 @@ def test_unfrozen_store_and_missing_store_are_refused(small_run: Any, tmp_path: 
 
 def test_store_of_another_benchmark_is_refused(tmp_path: Path) -> None:
     from cm_gym.memory.store import RecordStore
-    from cm_gym.registry import register_benchmark
-    from tests.toy_domain import ToyDomain, toy_tasks
-
-    try:
-        register_benchmark("ProtocolToy", domain=ToyDomain, load_tasks=toy_tasks, namespace="cm_gym_test")
-    except CmGymError:
-        pass
     with RecordStore(tmp_path / "toy.sqlite", domain="toycmp", benchmark="ProtocolToy") as store:
         store.freeze(tmp_path / "toy-snap.sqlite")
     with pytest.raises(ProtocolError, match="toycmp"):
