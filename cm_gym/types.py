@@ -46,6 +46,8 @@ class Task:
     *drafting* may read it; it is never rendered into a prompt or into feedback.
     `features` holds JSON-serialisable task features read by condition predicates and by the
     domain's simulated-LLM error model (e.g. ``{"boundary": "inclusive", "columns": {...}}``).
+    `meta` holds loader/evaluator data (problem description, file path, expected verdict); like
+    `reference`, it is never rendered into prompts or shown to the LLM.
     """
 
     task_id: str

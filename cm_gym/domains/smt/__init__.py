@@ -1,0 +1,24 @@
+"""SMT domain plugin: benchmarks "SMT" (generated SMT-LIB encoding tasks) and "SMTLIB" (z3
+configurations on SMT-LIB QF_LIA / QF_LRA / QF_BV benchmarks under ``data_root()/"smt"``)."""
+
+from __future__ import annotations
+
+from cm_gym.domains.smt.domain import SmtDomain
+from cm_gym.domains.smt.generate import generate_smt_tasks
+from cm_gym.domains.smt.smtlib import load_smtlib_tasks
+from cm_gym.registry import register_benchmark
+
+__all__ = ["SmtDomain", "generate_smt_tasks", "load_smtlib_tasks"]
+
+register_benchmark(
+    "SMT",
+    domain=SmtDomain,
+    load_tasks=generate_smt_tasks,
+    description="Generated SMT-LIB encoding tasks (bounds, integrality, meetings, digits, bit-vectors)",
+)
+register_benchmark(
+    "SMTLIB",
+    domain=SmtDomain,
+    load_tasks=load_smtlib_tasks,
+    description="z3 configurations on SMT-LIB QF_LIA/QF_LRA/QF_BV benchmarks with :status (real data)",
+)

@@ -1,0 +1,156 @@
+"""The SMT world model: z3 under a deterministic resource limit, with independent model checks.
+
+*Encoding* tasks: the sandbox vets the script, z3 checks its body in a fresh context under
+`rlimit`, and a ``sat`` model's values for the problem's variables are scored in Python against
+the problem (`problems.check_model`); for an unsatisfiable problem only ``unsat`` scores 1.
+*Solver* tasks: the configuration picks logic / tactic / rlimit (capped by the task's allowance);
+U = 1 when z3's answer matches the benchmark's ``:status`` and, for ``sat``, every assertion
+evaluates to true in the model. `check` never raises.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import z3
+
+from cm_gym.domains.smt.errors import ScriptRefused, SmtConfigError, SmtConfigRefused
+from cm_gym.domains.smt.problems import Problem, check_model
+from cm_gym.domains.smt.sandbox import vet_script
+from cm_gym.domains.smt.smtlib import file_text
+from cm_gym.domains.smt.solver import (
+    SmtConfig,
+    cap_memory,
+    const_for,
+    hit_limit,
+    parse_config,
+    python_value,
+    run,
+)
+from cm_gym.types import Action, AgentState, CmGymError, Outcome, Task
+
+logger = logging.getLogger(__name__)
+
+SHOWN_VIOLATIONS = 4
+
+
+def _fail(status: str, reason: str, **details: Any) -> Outcome:
+    return Outcome(score=0.0, solved=False, feedback=reason, status=status, reason=reason, details=details)
+
+
+class SmtEvaluator:
+    """Deterministic SMT world model for both task kinds (see the module docstring).
+
+    `rlimit` bounds the check of an *encoding* script; solver tasks use the action's rlimit.
+    """
+
+    def __init__(self, rlimit: int = 5_000_000, memory_mb: int = 4096) -> None:
+        if int(rlimit) <= 0 or int(memory_mb) <= 0:
+            raise SmtConfigError("rlimit and memory_mb must be positive")
+        self.rlimit = int(rlimit)
+        cap_memory(memory_mb)
+        self.calls = 0
+
+    def check(self, state: AgentState, action: Action) -> Outcome:
+        """Score `action` for `state.task` (never raises; never mutates the state)."""
+        self.calls += 1
+        task = state.task
+        kind = task.features.get("kind")
+        try:
+            if kind == "encoding":
+                return self._check_encoding(task, action.text)
+            if kind == "solver":
+                return self._check_solver(task, action.text)
+            return _fail("error", f"task {task.task_id} has unknown kind {kind!r}")
+        except (ScriptRefused, SmtConfigRefused) as exc:
+            return _fail("refused", str(exc))
+        except CmGymError as exc:
+            return _fail("error", str(exc))
+        except z3.Z3Exception as exc:
+            return _fail("error", f"z3 error: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a world model must not crash the run
+            logger.exception("SMT evaluator failed on task %s", task.task_id)
+            return _fail("error", f"internal error: {type(exc).__name__}: {exc}")
+
+    # -- encodings ------------------------------------------------------------------------------
+    def _check_encoding(self, task: Task, text: str) -> Outcome:
+        if not isinstance(task.meta.get("problem"), Mapping):
+            return _fail("error", f"task {task.task_id} has no problem description (meta['problem'])")
+        problem = Problem.from_json(task.meta["problem"])
+        vetted = vet_script(text)
+        result = run(vetted.body, SmtConfig("auto", "default", self.rlimit))
+        details: dict[str, Any] = {
+            "verdict": result.verdict,
+            "rlimit_used": result.rlimit_used,
+            "logic": vetted.logic,
+        }
+        if result.verdict == "unknown":
+            status = "budget" if hit_limit(result) else "ok"
+            return _fail(status, f"z3 returned unknown ({result.reason})", **details)
+        if result.verdict == "unsat":
+            if problem.expected == "unsat":
+                return Outcome(1.0, True, "unsat: correct, the problem has no solution.", details=details)
+            return Outcome(
+                0.0,
+                False,
+                "unsat, but the problem has a solution: an assertion is too strong.",
+                details=details,
+            )
+        model = result.solver.model()
+        values: dict[str, Any] = {}
+        for name, _sort in problem.variables:
+            const = const_for(name, vetted.declared.get(name, ""), result.ctx)
+            values[name] = None if const is None else python_value(model.eval(const, model_completion=True))
+        checks = check_model(problem, values)
+        bad = [desc for desc, ok in checks if not ok]
+        score = (len(checks) - len(bad)) / len(checks) if checks else 0.0
+        details.update(n_checks=len(checks), violated=len(bad))
+        if not bad and problem.expected == "sat":
+            return Outcome(
+                1.0, True, "sat: the model satisfies every constraint of the problem.", details=details
+            )
+        if not bad:
+            logger.error("task %s: a model satisfies a problem marked unsatisfiable", task.task_id)
+            score = 0.0
+        shown = "; ".join(bad[:SHOWN_VIOLATIONS]) + (" ..." if len(bad) > SHOWN_VIOLATIONS else "")
+        return Outcome(
+            min(score, 0.999),
+            False,
+            f"sat, but the model violates {len(bad)} of {len(checks)} checks: {shown}.",
+            details=details,
+        )
+
+    # -- solver configurations ------------------------------------------------------------------
+    def _check_solver(self, task: Task, text: str) -> Outcome:
+        config = parse_config(text)
+        allowance = int(task.features.get("max_rlimit", 0)) or None
+        if allowance is not None and config.rlimit > allowance:
+            raise SmtConfigRefused(f"rlimit {config.rlimit} exceeds the task's allowance of {allowance}")
+        if "path" not in task.meta or task.meta.get("status") not in ("sat", "unsat"):
+            return _fail("error", f"task {task.task_id} names no SMT-LIB file with a sat/unsat status")
+        status = str(task.meta["status"])
+        result = run(file_text(str(task.meta["path"])), config)
+        details: dict[str, Any] = {"verdict": result.verdict, "rlimit_used": result.rlimit_used}
+        if result.verdict == "unknown":
+            if hit_limit(result):
+                return _fail("budget", f"z3 hit the resource limit of {config.rlimit}", **details)
+            return _fail(
+                "ok",
+                f"z3 returned unknown ({result.reason}): the tactic or logic is incomplete here",
+                **details,
+            )
+        if result.verdict != status:
+            return _fail(
+                "ok", f"z3 answered {result.verdict}, which contradicts the benchmark's status", **details
+            )
+        if result.verdict == "sat":
+            model = result.solver.model()
+            false = sum(1 for a in result.assertions if not z3.is_true(model.eval(a, model_completion=True)))
+            if false:
+                return _fail(
+                    "ok", f"sat, but {false} assertion(s) are not true in the returned model", **details
+                )
+            return Outcome(1.0, True, "sat with a model that satisfies every assertion.", details=details)
+        return Outcome(1.0, True, "unsat, matching the benchmark's status.", details=details)
