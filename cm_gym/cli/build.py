@@ -1,0 +1,127 @@
+"""`cm-gym build`: construct verified memory for a benchmark (Algorithm 1, lines 3–14).
+
+Resumable: rerunning with the same ``--out`` skips the source tasks already processed. Prints the
+build summary; ``--freeze`` also writes a hash-verified read-only snapshot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _counts(text: str) -> tuple[int, ...]:
+    """``"0,25,50"`` → (0, 25, 50)."""
+    try:
+        counts = tuple(int(c) for c in text.split(",") if c.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated task counts, got {text!r}") from None
+    if any(c < 0 for c in counts):
+        raise argparse.ArgumentTypeError("task counts must be >= 0")
+    return counts
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("build", help="build a verified counterfactual memory store for a benchmark")
+    p.add_argument("--benchmark", required=True, help="registered benchmark name, e.g. SQL")
+    p.add_argument("--out", required=True, type=Path, help="store file (created, or resumed if it exists)")
+    p.add_argument(
+        "--split", choices=("build", "all"), default="build", help="tasks to build on (default build)"
+    )
+    p.add_argument("--split-seed", type=int, default=12345, help="seed of the build/train/eval split")
+    p.add_argument("--limit", type=int, default=None, help="only the first N tasks of the split")
+    p.add_argument("--llm", default="simulated", help="LLM spec: simulated | openai[:model]")
+    p.add_argument("--llm-cache", default=None, help="response cache file ('default' = user cache)")
+    p.add_argument("--seed", type=int, default=0, help="LLM seed")
+    p.add_argument("--agent", choices=("react", "reflexion"), default="react")
+    p.add_argument("--max-decisions", type=int, default=3)
+    p.add_argument("--retention", choices=("utility", "recent", "random", "similarity"), default="utility")
+    p.add_argument("--capacity", type=int, default=200, help="B, the record capacity")
+    p.add_argument("-K", "--alternatives", type=int, default=4, help="K alternatives per failed decision")
+    p.add_argument("--reuse-policy", choices=("top1", "never"), default="top1")
+    p.add_argument("--verification-budget", type=int, default=None, help="evaluator calls for alternatives")
+    p.add_argument(
+        "--checkpoints",
+        type=_counts,
+        default=(),
+        help="comma-separated task counts to snapshot, e.g. 0,25,50",
+    )
+    p.add_argument("--checkpoint-dir", type=Path, default=None)
+    p.add_argument("--freeze", type=Path, default=None, help="also freeze the store into this snapshot")
+    p.add_argument("--json", type=Path, default=None, help="write the summary as JSON here")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from cm_gym.llm.factory import make_llm
+    from cm_gym.memory.construction import ConstructionConfig, build_memory
+    from cm_gym.memory.store import RecordStore
+    from cm_gym.registry import get_benchmark, get_domain
+    from cm_gym.splits import make_split
+
+    spec = get_benchmark(args.benchmark)
+    domain = get_domain(spec.domain_name)
+    tasks = list(spec.load_tasks())
+    by_id = {t.task_id: t for t in tasks}
+    if args.split == "build":
+        ids = list(make_split(tasks, seed=args.split_seed, by_env=spec.split_by_env).build)
+    else:
+        print("warning: building on all tasks: do not evaluate on this store's benchmark", file=sys.stderr)
+        ids = [t.task_id for t in tasks]
+    if args.limit is not None:
+        ids = ids[: args.limit]
+    chosen = [by_id[i] for i in ids]
+    cfg = ConstructionConfig(
+        K=args.alternatives,
+        capacity=args.capacity,
+        retention=args.retention,
+        reuse_policy=args.reuse_policy,
+        verification_budget=args.verification_budget,
+        seed=args.seed,
+    )
+    llm = make_llm(args.llm, seed=args.seed, cache_path=args.llm_cache, task_lookup=by_id.get)
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "func"}
+    with RecordStore(args.out, domain=domain.name, benchmark=spec.name, capacity=args.capacity) as store:
+        already = len(store.processed_task_ids & set(ids))
+        print(f"building {spec.name} memory into {args.out}: {len(ids)} tasks ({already} already processed)")
+        store.set_meta("build_settings", json.dumps(settings, sort_keys=True))
+        bar = None
+        if not args.no_progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(ids), unit="task", desc="build", file=sys.stderr)
+
+        def progress(done: int, total: int) -> None:
+            if bar is not None:
+                bar.n = done
+                bar.set_postfix(records=len(store), refresh=False)
+                bar.refresh()
+
+        summary = build_memory(
+            domain,
+            chosen,
+            store,
+            llm,
+            domain.make_evaluator(),
+            cfg,
+            agent_kind=args.agent,
+            max_decisions=args.max_decisions,
+            progress=progress,
+            checkpoints=args.checkpoints,
+            checkpoint_dir=args.checkpoint_dir or (args.out.parent / f"{args.out.stem}-checkpoints"),
+        )
+        if bar is not None:
+            bar.close()
+        print(summary.format())
+        print(
+            f"store {args.out}: {len(store)} records, {len(store.processed_task_ids)} source tasks processed"
+        )
+        if args.freeze is not None:
+            frozen = store.freeze(args.freeze, overwrite=True)
+            print(f"snapshot {args.freeze}: sha256 {frozen.manifest['sha256']} ({len(frozen)} records)")
+    if args.json is not None:
+        args.json.write_text(json.dumps(summary.to_dict(), indent=2, sort_keys=True) + "\n")
+    return 0

@@ -1,0 +1,183 @@
+"""`cm-gym memory`: inspect a record store or snapshot (never writes to it).
+
+cm-gym memory list STORE [--limit N]
+cm-gym memory show STORE ID            (a unique id prefix is enough)
+cm-gym memory export STORE [--format jsonl] [--out FILE]
+cm-gym memory stats STORE
+cm-gym memory verify SNAPSHOT          (manifest hash + SQLite integrity)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("memory", help="list, show, export, verify or freeze the records of a store")
+    msub = p.add_subparsers(dest="memory_command", metavar="ACTION")
+    msub.required = True
+    q = msub.add_parser("list", help="one line per record")
+    q.add_argument("store", type=Path)
+    q.add_argument("--limit", type=int, default=None)
+    q.set_defaults(func=run_list)
+    q = msub.add_parser("show", help="one record in full, as the agent would see it")
+    q.add_argument("store", type=Path)
+    q.add_argument("record_id")
+    q.add_argument("--no-condition", action="store_true", help="render as RECORD_RENDER_NO_CONDITION")
+    q.set_defaults(func=run_show)
+    q = msub.add_parser("export", help="every record as JSON Lines")
+    q.add_argument("store", type=Path)
+    q.add_argument("--format", choices=("jsonl",), default="jsonl")
+    q.add_argument("--out", type=Path, default=None, help="file to write (default stdout)")
+    q.set_defaults(func=run_export)
+    q = msub.add_parser("stats", help="counts, contrast keys, conditions, reuse statistics")
+    q.add_argument("store", type=Path)
+    q.set_defaults(func=run_stats)
+    q = msub.add_parser("verify", help="check a snapshot against its manifest and SQLite's integrity check")
+    q.add_argument("store", type=Path)
+    q.set_defaults(func=run_verify)
+    q = msub.add_parser("freeze", help="freeze a store into a read-only, hash-verified snapshot")
+    q.add_argument("store", type=Path)
+    q.add_argument("snapshot", type=Path)
+    q.add_argument("--overwrite", action="store_true", help="replace an existing snapshot")
+    q.set_defaults(func=run_freeze)
+
+
+def _open(path: Path) -> Any:
+    from cm_gym.memory.snapshot import load_readonly
+
+    return load_readonly(path)
+
+
+def _short(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def run_list(args: argparse.Namespace) -> int:
+    store = _open(args.store)
+    records = store.records[: args.limit] if args.limit else store.records
+    print(f"{'id':16}  {'contrast key':24}  {'Δ':>4}  {'u':>6}  {'uses':>4}  {'source':14}  condition")
+    for r in records:
+        print(
+            f"{r.record_id:16}  {_short(r.contrast_key, 24):24}  {r.delta:4.2f}  {r.u:+6.3f}  {r.uses:4d}  "
+            f"{_short(r.source_task_id, 14):14}  {_short(r.condition or 'none', 70)}"
+        )
+    print(f"{len(records)} of {len(store)} records ({store.domain}, {store.path})")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from cm_gym.memory.retrieval import record_view
+
+    store = _open(args.store)
+    try:
+        r = store.get(args.record_id)
+    except KeyError as exc:
+        print(f"cm-gym: error: no record {exc} in {args.store}", file=sys.stderr)
+        return 2
+    ev = r.evidence
+    print(f"record        {r.record_id}")
+    print(f"source task   {r.source_task_id} (environment {r.env_id}, domain {r.domain})")
+    print(f"contrast key  {r.contrast_key}")
+    print(f"situation q   {r.situation}")
+    print(f"condition c   {r.condition or 'none (always applicable)'}")
+    print(f"a-            {r.a_minus}")
+    print(f"a+            {r.a_plus}")
+    print(f"evidence e    score {ev.get('score_minus')} -> {ev.get('score_plus')} (Δ = {r.delta:.3f})")
+    for key, label in (("feedback_minus", "a- feedback"), ("feedback_plus", "a+ feedback")):
+        if ev.get(key):
+            print(f"  {label:12}{_short(str(ev[key]), 200)}")
+    print(f"admission     S_adm = {r.admission_score:.3f}, created #{r.created_order}")
+    print(
+        f"reuse         u = {r.u:+.3f}; {r.uses} uses: {r.helpful} helpful, {r.neutral} neutral, "
+        f"{r.harmful} harmful (helpful fraction {r.helpful_fraction:.2f})"
+    )
+    print("\nas shown to the agent:\n" + record_view(r, show_condition=not args.no_condition).rendered)
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    store = _open(args.store)
+    lines = [json.dumps(r.to_dict(), ensure_ascii=False, sort_keys=True) for r in store.records]
+    text = "\n".join(lines) + ("\n" if lines else "")
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        args.out.write_text(text, encoding="utf-8")
+        print(f"wrote {len(lines)} records to {args.out}", file=sys.stderr)
+    return 0
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    store = _open(args.store)
+    records = store.records
+    keys = Counter(r.contrast_key for r in records)
+    conds = sum(1 for r in records if r.condition)
+    used = [r for r in records if r.uses]
+    print(f"store         {store.path}")
+    print(f"domain        {store.domain} (benchmark {store.benchmark or '-'})")
+    print(f"embedder      {store.embedder_id} (dim {store.dim})")
+    print(f"records       {len(records)} / capacity {store.capacity}")
+    print(
+        f"source tasks  {len({r.source_task_id for r in records})} with records, {len(store.processed_task_ids)} processed"
+    )
+    print(f"conditions    {conds} conditional, {len(records) - conds} unconditional")
+    if used:
+        print(
+            f"reuse         {len(used)} records used {sum(r.uses for r in used)} times; "
+            f"mean u {sum(r.u for r in records) / len(records):+.3f}; "
+            f"helpful {sum(r.helpful for r in records)}, neutral {sum(r.neutral for r in records)}, "
+            f"harmful {sum(r.harmful for r in records)}"
+        )
+    print("contrast keys " + (", ".join(f"{k} ×{n}" for k, n in keys.most_common(12)) or "none"))
+    counters = store.counters
+    if counters.get("tasks"):
+        print(
+            "construction  "
+            + ", ".join(
+                f"{k} {int(v)}"
+                for k, v in sorted(counters.items())
+                if k.startswith(
+                    ("admitted", "rejected_", "evicted", "alternatives_checked", "verification_calls")
+                )
+            )
+        )
+    if getattr(store, "manifest", None):
+        m = store.manifest
+        print(f"snapshot      sha256 {m['sha256']} created {m.get('created')}")
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    from cm_gym.memory.schema import connect_ro, integrity_ok
+    from cm_gym.memory.snapshot import FrozenStore
+
+    snap = FrozenStore.open(args.store)  # raises StoreError on a mismatch
+    conn = connect_ro(args.store, immutable=True)
+    try:
+        ok = integrity_ok(conn)
+    finally:
+        conn.close()
+    print(f"{args.store}: sha256 matches manifest; {len(snap)} records; integrity {'ok' if ok else 'FAILED'}")
+    return 0 if ok else 1
+
+
+def run_freeze(args: argparse.Namespace) -> int:
+    from cm_gym.memory.errors import StoreError
+    from cm_gym.memory.snapshot import manifest_path
+    from cm_gym.memory.store import RecordStore
+
+    if not args.store.is_file():
+        raise StoreError(f"store not found: {args.store}")
+    if manifest_path(args.store).is_file():
+        raise StoreError(f"{args.store} is already a frozen snapshot")
+    with RecordStore(args.store) as store:
+        snap = store.freeze(args.snapshot, overwrite=args.overwrite)
+    print(f"{args.snapshot}: {len(snap)} records, sha256 {snap.manifest['sha256']}")
+    return 0

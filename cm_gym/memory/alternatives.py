@@ -1,0 +1,149 @@
+"""Module I: the generator G(s, a, o; K) of local alternatives to a failed action (paper Eq. 1).
+
+As in the reference implementation (paper B.4), the LLM is asked first for local edits
+(GENERATE_LOCAL_ALTERNATIVES, one decision unit each); the domain's rule-based edit operators fill
+the remaining slots up to K. Candidates are de-duplicated (whitespace-insensitive) and never equal
+the original action. An LLM failure or an unparseable reply is logged and leaves the slots to the
+rule-based operators, never an exception in the middle of a build.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cm_gym.agent import Cost
+from cm_gym.domains.base import Domain
+from cm_gym.llm.base import GENERATE_LOCAL_ALTERNATIVES, LLM
+from cm_gym.types import TRUNCATION, AgentState, CmGymError, Outcome, truncate
+
+logger = logging.getLogger(__name__)
+
+#: parse an LLM reply into full edited actions: ``parser(text, original_action) -> list[str]``
+AlternativesParser = Callable[[str, str], list[str]]
+
+_WS = re.compile(r"\s+")
+_FENCE = re.compile(r"```[\w+-]*\n(.*?)```", re.S)
+
+
+def normalise_action(text: str) -> str:
+    """Whitespace-insensitive form used to de-duplicate candidates."""
+    return _WS.sub(" ", text).strip()
+
+
+def _fallback_parse(text: str, action: str) -> list[str]:
+    """Used only when `cm_gym.llm.prompts` is unavailable: every fenced block is one edit."""
+    return [block.strip() for block in _FENCE.findall(text) if block.strip()]
+
+
+def default_alternatives_parser() -> AlternativesParser:
+    """`cm_gym.llm.prompts.parse_alternatives`, or a fenced-block parser if the module is absent."""
+    try:
+        from cm_gym.llm.prompts import parse_alternatives
+    except ImportError:
+        logger.debug("cm_gym.llm.prompts.parse_alternatives unavailable; using the fenced-block parser")
+        return _fallback_parse
+    return parse_alternatives
+
+
+def prompt_fields(domain: Domain, state: AgentState, agent_kind: str, **extra: Any) -> dict[str, Any]:
+    """The common template fields (same as the base agent's) plus `extra`."""
+    task = state.task
+    fields: dict[str, Any] = {
+        "task": task,
+        "state": state,
+        "agent": agent_kind,
+        "question": task.prompt,
+        "context": truncate(task.context, TRUNCATION["context"]),
+        "state_text": state.render(),
+        "action_kind": domain.action_kind,
+        "action_format": domain.action_format,
+        "decision": state.decision,
+    }
+    fields.update(extra)
+    return fields
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One candidate a′: the whole edited action, the unit it changes, and who proposed it."""
+
+    text: str
+    source: str  # "llm" or "rule"
+    unit: str = ""
+    description: str = ""
+
+
+class AlternativeGenerator:
+    """G: up to `k` local alternatives — LLM edits first, rule-based edit operators fill the rest."""
+
+    def __init__(
+        self,
+        llm: LLM | None,
+        domain: Domain,
+        k: int = 4,
+        *,
+        use_llm: bool = True,
+        parser: AlternativesParser | None = None,
+    ) -> None:
+        self.llm, self.domain, self.k, self.use_llm = llm, domain, int(k), use_llm and llm is not None
+        self.parser = parser or default_alternatives_parser()
+
+    def _llm_edits(
+        self, state: AgentState, action: str, outcome: Outcome, cost: Cost, agent_kind: str
+    ) -> list[str]:
+        assert self.llm is not None
+        units = "\n".join(self.domain.decision_units(action))
+        fields = prompt_fields(
+            self.domain,
+            state,
+            agent_kind,
+            action=truncate(action, TRUNCATION["action"]),
+            last_action=truncate(action, TRUNCATION["action"]),
+            feedback=truncate(outcome.feedback, TRUNCATION["feedback"]),
+            decision_units=truncate(units, TRUNCATION["decision_units"]),
+            k=str(self.k),
+        )
+        try:
+            completion = self.llm.complete(GENERATE_LOCAL_ALTERNATIVES, fields)
+        except CmGymError as exc:
+            logger.warning(
+                "GENERATE_LOCAL_ALTERNATIVES failed on %s (%s); rule-based edits only",
+                state.task.task_id,
+                exc,
+            )
+            return []
+        cost.charge(completion)
+        try:
+            return [str(t) for t in self.parser(completion.text, action)]
+        except Exception as exc:  # noqa: BLE001 - documented fallback: rule-based edits only
+            logger.warning(
+                "could not parse alternatives for %s (%s): %r", state.task.task_id, exc, completion.text[:300]
+            )
+            return []
+
+    def generate(
+        self, state: AgentState, action: str, outcome: Outcome, cost: Cost, *, agent_kind: str = "react"
+    ) -> list[Alternative]:
+        """≤ k distinct alternatives to `action`, each different from it (LLM ones first)."""
+        seen = {normalise_action(action)}
+        out: list[Alternative] = []
+
+        def take(alt: Alternative) -> None:
+            key = normalise_action(alt.text)
+            if key and key not in seen and len(out) < self.k:
+                seen.add(key)
+                out.append(alt)
+
+        if self.use_llm and self.k > 0:
+            for text in self._llm_edits(state, action, outcome, cost, agent_kind):
+                take(Alternative(text.strip(), "llm"))
+        if len(out) < self.k:
+            for edit in self.domain.edit_operators(state.task, action):
+                take(Alternative(edit.text.strip(), "rule", edit.unit, edit.description))
+                if len(out) >= self.k:
+                    break
+        return out

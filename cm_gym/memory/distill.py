@@ -1,0 +1,95 @@
+"""Record distillation (paper Eq. 3, Table 7 DISTIL_RECORD): situation q and condition c.
+
+The verified contrast goes to the LLM through the DISTIL_RECORD template (the simulated LLM answers
+with the domain's rules); the reply is parsed by `cm_gym.llm.prompts.parse_distil` and the
+condition by `parse_condition_or_none` (unparseable → "none", logged). If the reply carries no
+situation at all, the domain's rule-based `Domain.distil` is used instead (logged), so a malformed
+reply never loses a verified correction.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import replace
+
+from cm_gym.agent import Cost
+from cm_gym.domains.base import Domain
+from cm_gym.llm.base import DISTIL_RECORD, LLM
+from cm_gym.memory.alternatives import prompt_fields
+from cm_gym.memory.conditions import Condition, describe_predicates, parse_condition_or_none
+from cm_gym.types import TRUNCATION, AgentState, CmGymError, truncate
+
+logger = logging.getLogger(__name__)
+
+#: parse a DISTIL_RECORD reply: ``parser(text) -> (situation, condition_text)``
+DistilParser = Callable[[str], tuple[str, str]]
+
+_SIT = re.compile(r"^\s*SITUATION\s*:\s*(.*?)\s*$", re.I | re.M)
+_COND = re.compile(r"^\s*CONDITION\s*:\s*(.*?)\s*$", re.I | re.M)
+
+
+def _fallback_parse(text: str) -> tuple[str, str]:
+    """Used only when `cm_gym.llm.prompts` is unavailable: ``SITUATION: ...`` / ``CONDITION: ...``."""
+    sit, cond = _SIT.search(text), _COND.search(text)
+    condition = cond.group(1) if cond else ""
+    return (sit.group(1) if sit else ""), ("" if condition.strip().lower() == "none" else condition)
+
+
+def default_distil_parser() -> DistilParser:
+    """`cm_gym.llm.prompts.parse_distil`, or a line-prefix parser if the module is absent."""
+    try:
+        from cm_gym.llm.prompts import parse_distil
+    except ImportError:
+        logger.debug("cm_gym.llm.prompts.parse_distil unavailable; using the line-prefix parser")
+        return _fallback_parse
+    return parse_distil
+
+
+class Distiller:
+    """Turns a verified contrast (a⁻, a⁺, evidence) into its situation q and condition c."""
+
+    def __init__(self, llm: LLM, domain: Domain, *, parser: DistilParser | None = None) -> None:
+        self.llm, self.domain = llm, domain
+        self.predicates = domain.condition_predicates()
+        self.parser = parser or default_distil_parser()
+        self._kinds = describe_predicates(self.predicates)
+
+    def distil(
+        self,
+        state: AgentState,
+        a_minus: str,
+        a_plus: str,
+        evidence: str,
+        cost: Cost,
+        *,
+        agent_kind: str = "react",
+    ) -> tuple[str, Condition]:
+        """One DISTIL_RECORD call; returns (situation, parsed condition)."""
+        fields = prompt_fields(
+            self.domain,
+            state,
+            agent_kind,
+            a_minus=truncate(a_minus, TRUNCATION["action"]),
+            a_plus=truncate(a_plus, TRUNCATION["action"]),
+            evidence=truncate(evidence, TRUNCATION["feedback"]),
+            predicate_kinds=self._kinds,
+        )
+        situation, condition_text = "", ""
+        try:
+            completion = self.llm.complete(DISTIL_RECORD, fields)
+            cost.charge(completion)
+            situation, condition_text = self.parser(completion.text)
+        except CmGymError as exc:
+            logger.warning("DISTIL_RECORD failed on %s: %s", state.task.task_id, exc)
+        except Exception as exc:  # noqa: BLE001 - documented fallback: the domain's rule-based distil
+            logger.warning("unparseable DISTIL_RECORD reply on %s: %s", state.task.task_id, exc)
+        situation = (situation or "").strip()
+        if not situation:
+            logger.warning(
+                "DISTIL_RECORD gave no situation on %s; using the domain's rules", state.task.task_id
+            )
+            rule = self.domain.distil(replace(state.task, reference=""), a_minus, a_plus)
+            situation, condition_text = rule.situation, rule.condition
+        return situation, parse_condition_or_none(condition_text or "", self.predicates)

@@ -1,0 +1,93 @@
+"""The text embedding φ / E: 512-dim character n-gram hashing, L2-normalised (SPEC §3).
+
+The hashing is scikit-learn's `HashingVectorizer` (``analyzer="char_wb"``, ``n_features=512``,
+``alternate_sign=False``, ``norm="l2"``), never a hand-written one. SPEC §3 names the constructor
+without an n-gram range; sklearn's default range (1, 1) would hash single characters, which is not
+the paper's "character n-gram" representation, so the default here is ``ngram_range=(3, 5)``. The
+range is part of `embedder_id`, which every store records: a reader with another embedder gets a
+clear `EmbedderMismatchError` instead of silently comparing incomparable vectors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.feature_extraction.text import HashingVectorizer
+
+from cm_gym.memory.errors import EmbedderMismatchError
+
+DIM = 512
+DEFAULT_NGRAM_RANGE = (3, 5)
+_ID = re.compile(r"hashing-char_wb-(\d+)to(\d+)-(\d+)-v1")
+
+
+class Embedder:
+    """Embeds texts into L2-normalised float32 vectors; `embed_one` keeps a small LRU cache
+    (RL training re-embeds the same state texts many times)."""
+
+    def __init__(
+        self,
+        n_features: int = DIM,
+        ngram_range: tuple[int, int] = DEFAULT_NGRAM_RANGE,
+        cache_size: int = 4096,
+    ) -> None:
+        self.dim = int(n_features)
+        self.ngram_range = (int(ngram_range[0]), int(ngram_range[1]))
+        self._vectorizer = HashingVectorizer(
+            analyzer="char_wb",
+            ngram_range=self.ngram_range,
+            n_features=self.dim,
+            alternate_sign=False,
+            norm="l2",
+            lowercase=True,
+            dtype=np.float32,
+        )
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+
+    @property
+    def embedder_id(self) -> str:
+        """Identifies the representation, e.g. ``hashing-char_wb-3to5-512-v1``."""
+        lo, hi = self.ngram_range
+        return f"hashing-char_wb-{lo}to{hi}-{self.dim}-v1"
+
+    @classmethod
+    def from_id(cls, embedder_id: str) -> Embedder:
+        """Rebuild the embedder a store names; an unknown id is an `EmbedderMismatchError`."""
+        m = _ID.fullmatch(embedder_id)
+        if not m:
+            raise EmbedderMismatchError(
+                f"unknown embedder id {embedder_id!r} (this cm_gym knows hashing-char_wb-*)"
+            )
+        return cls(n_features=int(m.group(3)), ngram_range=(int(m.group(1)), int(m.group(2))))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) float32, each row L2-normalised (an empty text gives a zero row)."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        matrix = self._vectorizer.transform(list(texts))
+        return np.asarray(matrix.toarray(), dtype=np.float32)
+
+    def embed_one(self, text: str) -> np.ndarray:
+        """(dim,) float32 for one text, cached (the returned array is read-only)."""
+        hit = self._cache.get(text)
+        if hit is not None:
+            self._cache.move_to_end(text)
+            return hit
+        vec = self.embed([text])[0]
+        vec.setflags(write=False)
+        self._cache[text] = vec
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return vec
+
+    def check_compatible(self, embedder_id: str, dim: int | None = None) -> None:
+        """Raise `EmbedderMismatchError` unless a store written with `embedder_id` reads with this."""
+        if embedder_id != self.embedder_id or (dim is not None and int(dim) != self.dim):
+            raise EmbedderMismatchError(
+                f"store was embedded with {embedder_id!r} (dim {dim}), reader uses {self.embedder_id!r} "
+                f"(dim {self.dim}); rebuild the store or read it with its own embedder"
+            )

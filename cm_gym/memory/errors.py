@@ -1,0 +1,29 @@
+"""Errors raised by the memory package (all subclasses of `cm_gym.types.CmGymError`)."""
+
+from __future__ import annotations
+
+from cm_gym.types import CmGymError
+
+
+class MemoryError_(CmGymError):
+    """Base class of memory errors (trailing underscore: `MemoryError` is a Python builtin)."""
+
+
+class ConditionParseError(MemoryError_):
+    """A condition's text does not follow the grammar or names an unknown predicate kind."""
+
+
+class StoreError(MemoryError_):
+    """The file is not a usable cm_gym record store (corrupt, foreign, newer schema, tampered)."""
+
+
+class StoreReadOnlyError(StoreError):
+    """A write was attempted on a frozen snapshot (or a store opened read-only)."""
+
+
+class DuplicateRecordError(StoreError):
+    """A record with the same content hash is already stored."""
+
+
+class EmbedderMismatchError(StoreError):
+    """The store was embedded with a different embedder than the reader's."""

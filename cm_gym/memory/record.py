@@ -1,0 +1,148 @@
+"""The memory record m = (q, a⁻, a⁺, e, c, u) of paper Eq. 3, plus its bookkeeping (SPEC §2).
+
+A record's id is a content hash of (domain, a⁻, a⁺, condition), so the same verified contrast under
+the same applicability condition is never stored twice, whatever task it came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+#: Keys every record's evidence carries (the two check results from the same state).
+EVIDENCE_KEYS = ("score_minus", "score_plus", "feedback_minus", "feedback_plus")
+
+_WS = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+def compute_record_id(domain: str, a_minus: str, a_plus: str, condition: str) -> str:
+    """Content hash of a contrast: sha256 over (domain, a⁻, a⁺, canonical condition), whitespace
+    runs collapsed so that layout differences do not make a duplicate look new. 16 hex digits."""
+    payload = json.dumps([domain, _norm(a_minus), _norm(a_plus), _norm(condition)], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Record:
+    """One verified correction.
+
+    `situation` is q (what retrieval embeds), `a_minus`/`a_plus` the failed and improved actions,
+    `evidence` their check results from the same state (`EVIDENCE_KEYS`), `condition` the canonical
+    condition text ("" = always applicable), `u` the reuse utility (Eq. 6, starts at 0). `delta` is
+    the raw Δ = U(o') − U(o) and `admission_score` the S_adm it was admitted with.
+    """
+
+    record_id: str
+    domain: str
+    source_task_id: str
+    env_id: str
+    situation: str
+    a_minus: str
+    a_plus: str
+    evidence: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    condition: str = ""
+    contrast_key: str = ""
+    delta: float = 0.0
+    admission_score: float = 0.0
+    u: float = 0.0
+    uses: int = 0
+    helpful: int = 0
+    harmful: int = 0
+    neutral: int = 0
+    created_order: int = 0
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        domain: str,
+        source_task_id: str,
+        env_id: str,
+        situation: str,
+        a_minus: str,
+        a_plus: str,
+        evidence: Mapping[str, Any],
+        condition: str,
+        contrast_key: str,
+        delta: float,
+        admission_score: float = 0.0,
+        created_order: int = 0,
+    ) -> Record:
+        """A fresh record (u = 0, never used) whose id is the content hash."""
+        return cls(
+            record_id=compute_record_id(domain, a_minus, a_plus, condition),
+            domain=domain,
+            source_task_id=source_task_id,
+            env_id=env_id,
+            situation=situation,
+            a_minus=a_minus,
+            a_plus=a_plus,
+            evidence=dict(evidence),
+            condition=condition,
+            contrast_key=contrast_key,
+            delta=float(delta),
+            admission_score=float(admission_score),
+            created_order=int(created_order),
+        )
+
+    # -- derived features (selector slots, SPEC §4) --------------------------------------------
+    @property
+    def helpful_fraction(self) -> float:
+        """Fraction of construction-time uses labelled helpful (0 when never used)."""
+        return self.helpful / self.uses if self.uses else 0.0
+
+    @property
+    def improvement(self) -> float:
+        """Estimated improvement from the evidence: score_plus − score_minus (falls back to Δ)."""
+        try:
+            return float(self.evidence["score_plus"]) - float(self.evidence["score_minus"])
+        except (KeyError, TypeError, ValueError):
+            return self.delta
+
+    def with_reuse(self, label: int, rho: float) -> Record:
+        """Eq. 6: u ← (1 − ρ)·u + ρ·y, with the use and label counters advanced."""
+        if label not in (-1, 0, 1):
+            raise ValueError(f"reuse label must be -1, 0 or +1, got {label!r}")
+        return replace(
+            self,
+            u=(1.0 - rho) * self.u + rho * label,
+            uses=self.uses + 1,
+            helpful=self.helpful + (label == 1),
+            harmful=self.harmful + (label == -1),
+            neutral=self.neutral + (label == 0),
+        )
+
+    # -- serialisation ------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict of every field (used by `cm-gym memory export`)."""
+        out = asdict(self)
+        out["evidence"] = dict(self.evidence)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Record:
+        """Inverse of `to_dict` (unknown keys are ignored)."""
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def evidence_text(evidence: Mapping[str, Any]) -> str:
+    """The evidence e as one line for prompts: both scores and (short) feedback."""
+    ev = evidence
+    parts = [
+        f"original score {float(ev.get('score_minus', 0.0)):.2f}",
+        f"edited score {float(ev.get('score_plus', 0.0)):.2f}",
+    ]
+    for key, label in (("feedback_minus", "original"), ("feedback_plus", "edited")):
+        text = _norm(str(ev.get(key, "") or ""))
+        if text:
+            parts.append(f"{label} feedback: {text[:200]}")
+    return "; ".join(parts)

@@ -1,0 +1,54 @@
+"""`default_snapshot`: built once into the cache, reused, keyed by the settings, safe under threads."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from cm_gym.memory.defaults import default_snapshot
+from cm_gym.memory.snapshot import FrozenStore
+from cm_gym.paths import cache_dir
+
+
+def test_default_snapshot_is_built_once_and_reused(memtoy_benchmark: str) -> None:
+    path = default_snapshot(memtoy_benchmark, n_build=6)
+    assert path.parent == cache_dir("stores") and path.name.startswith("MEMTOY-")
+    snap = FrozenStore.open(path)
+    assert snap.benchmark == "MEMTOY" and len(snap.processed_task_ids) == 6 and len(snap) >= 1
+    mtime = path.stat().st_mtime_ns
+    assert default_snapshot(memtoy_benchmark, n_build=6) == path
+    assert path.stat().st_mtime_ns == mtime  # reused, not rebuilt
+    other = default_snapshot(memtoy_benchmark, n_build=4, seed=1)
+    assert other != path and len(FrozenStore.open(other).processed_task_ids) == 4
+    leftovers = [p.name for p in path.parent.iterdir() if "building" in p.name or p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def test_a_tampered_cached_snapshot_is_rebuilt(memtoy_benchmark: str) -> None:
+    path = default_snapshot(memtoy_benchmark, n_build=3)
+    data = bytearray(path.read_bytes())
+    data[-100] ^= 0xFF
+    path.write_bytes(bytes(data))
+    again = default_snapshot(memtoy_benchmark, n_build=3)
+    assert again == path and len(FrozenStore.open(path).processed_task_ids) == 3
+
+
+def test_concurrent_callers_get_one_verified_file(memtoy_benchmark: str) -> None:
+    results: list[Path] = []
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            results.append(default_snapshot(memtoy_benchmark, n_build=5, seed=7))
+        except BaseException as exc:  # noqa: BLE001 - surfaced by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == [] and len(results) == 3 and len(set(results)) == 1
+    FrozenStore.open(results[0])
+    assert os.path.getsize(results[0]) > 0
