@@ -1,0 +1,184 @@
+"""Resolving the env's constructor arguments: tasks, the frozen store and the LLM.
+
+Kept apart from `selection.py` so the env module reads as the decision loop only. Everything here
+reaches a domain through the registry, never by importing it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from cm_gym.llm.base import LLM
+from cm_gym.registry import BenchmarkSpec
+from cm_gym.types import CmGymError, Task
+
+logger = logging.getLogger(__name__)
+
+SPLIT_NAMES = ("build", "train", "validation", "eval", "all")
+SPLIT_SEED = 12345
+RETRIEVAL_MODES = ("matched", "random", "shuffled", "none")
+TASK_ORDERS = ("random", "sequential")
+DEFAULT_REWARD_WEIGHTS: Mapping[str, float] = {
+    "solve": 1.0,  # paid once, at the final decision, when the task is solved
+    "calls": 0.15,  # λ_w per evaluator call
+    "failures": 0.25,  # λ_f per failed evaluated action
+    "tokens": 0.02,  # λ_τ per τ0 tokens
+    "token_scale": 1e4,  # τ0
+}
+
+
+class EnvConfigError(CmGymError):
+    """A constructor argument of the selection env cannot be used (bad tasks, store, mode...)."""
+
+
+class StoreNotFrozenError(EnvConfigError):
+    """The env was given a writable store: it only reads frozen snapshots (paper C.3)."""
+
+
+class StoreMismatchError(EnvConfigError):
+    """The store was built for another domain, benchmark or embedder than the env's."""
+
+
+@lru_cache(maxsize=16)
+def _benchmark_tasks(name: str) -> tuple[Task, ...]:
+    from cm_gym.registry import get_benchmark
+
+    tasks = tuple(get_benchmark(name).load_tasks())
+    if not tasks:
+        raise EnvConfigError(f"benchmark {name!r} has no tasks")
+    return tasks
+
+
+def check_arguments(
+    *,
+    retrieval: str,
+    task_order: str,
+    k: int,
+    max_decisions: int,
+    max_evaluator_calls: int | None,
+    agent: str,
+    render_mode: str | None,
+    reward_weights: Mapping[str, float] | None,
+) -> None:
+    """Refuse unusable scalar arguments with one clear `EnvConfigError` before any work starts."""
+    from cm_gym.agent import AGENT_KINDS
+    from cm_gym.features import N_SLOTS
+
+    if retrieval not in RETRIEVAL_MODES:
+        raise EnvConfigError(f"retrieval must be one of {RETRIEVAL_MODES}, got {retrieval!r}")
+    if task_order not in TASK_ORDERS:
+        raise EnvConfigError(f"task_order must be one of {TASK_ORDERS}, got {task_order!r}")
+    if not 0 <= k <= N_SLOTS:
+        raise EnvConfigError(f"k must be in 0..{N_SLOTS} (the selector has {N_SLOTS} slots), got {k}")
+    if max_decisions < 1 or (max_evaluator_calls is not None and max_evaluator_calls < 1):
+        raise EnvConfigError("max_decisions and max_evaluator_calls must be at least 1")
+    if agent not in AGENT_KINDS:
+        raise EnvConfigError(f"agent must be one of {AGENT_KINDS}, got {agent!r}")
+    if render_mode not in (None, "ansi"):
+        raise EnvConfigError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+    unknown = set(reward_weights or {}) - set(DEFAULT_REWARD_WEIGHTS)
+    if unknown:
+        raise EnvConfigError(
+            f"unknown reward weight(s) {sorted(unknown)}; known: {sorted(DEFAULT_REWARD_WEIGHTS)}"
+        )
+
+
+def resolve_tasks(spec: BenchmarkSpec, tasks: str | Sequence[Task | str]) -> tuple[Task, ...]:
+    """A split name of the default split (seed 12345), a list of Task, or a list of task ids."""
+    if isinstance(tasks, str):
+        if tasks not in SPLIT_NAMES:
+            raise EnvConfigError(f"tasks={tasks!r}: use a split name {SPLIT_NAMES} or a list of tasks/ids")
+        everything = _benchmark_tasks(spec.name)
+        if tasks == "all":
+            return everything
+        from cm_gym.splits import make_split
+
+        split = make_split(everything, seed=SPLIT_SEED, by_env=spec.split_by_env)
+        wanted = set(getattr(split, tasks))
+        chosen = tuple(t for t in everything if t.task_id in wanted)
+        if not chosen:
+            raise EnvConfigError(f"split {tasks!r} of benchmark {spec.name!r} is empty")
+        return chosen
+    items = list(tasks)
+    if not items:
+        raise EnvConfigError("tasks is an empty list")
+    if all(isinstance(t, Task) for t in items):
+        out = tuple(items)  # type: ignore[arg-type]
+    elif all(isinstance(t, str) for t in items):
+        by_id = {t.task_id: t for t in _benchmark_tasks(spec.name)}
+        missing = [t for t in items if t not in by_id]
+        if missing:
+            raise EnvConfigError(f"unknown task id(s) for {spec.name}: {', '.join(map(str, missing[:5]))}")
+        out = tuple(by_id[t] for t in items)  # type: ignore[index]
+    else:
+        raise EnvConfigError("tasks must be all Task objects or all task-id strings")
+    ids = [t.task_id for t in out]
+    if len(set(ids)) != len(ids):
+        raise EnvConfigError("tasks contain duplicate task ids")
+    return out
+
+
+def resolve_store(
+    store: Any, spec: BenchmarkSpec, domain_name: str, embedder_id: str, *, allow_cross_benchmark: bool
+) -> Any:
+    """A FrozenStore from a FrozenStore, a path or None (the benchmark's default snapshot).
+
+    Refused before any work starts: a writable RecordStore, a store of another domain, a store
+    built for another benchmark (unless `allow_cross_benchmark`), a store with another embedder."""
+    from cm_gym.memory.snapshot import FrozenStore
+
+    if store is None:
+        from cm_gym.memory.defaults import default_snapshot
+
+        store = default_snapshot(spec.name)
+    if isinstance(store, (str, Path)):
+        from cm_gym.memory.snapshot import manifest_path
+
+        path = Path(store)
+        if path.is_file() and not manifest_path(path).is_file():
+            raise StoreNotFrozenError(
+                f"{path} is a writable record store, not a frozen snapshot: freeze it first "
+                "(RecordStore.freeze(path) or `cm-gym memory freeze`)"
+            )
+        store = FrozenStore.open(path)
+    if not isinstance(store, FrozenStore):
+        raise StoreNotFrozenError(
+            f"the env reads only frozen snapshots, got {type(store).__name__}: call store.freeze(path) "
+            "and pass the FrozenStore (or its path)"
+        )
+    if store.domain != domain_name:
+        raise StoreMismatchError(
+            f"store {store.path} holds {store.domain!r} records, benchmark {spec.name!r} is domain {domain_name!r}"
+        )
+    if store.benchmark and store.benchmark != spec.name and not allow_cross_benchmark:
+        raise StoreMismatchError(
+            f"store {store.path} was built for benchmark {store.benchmark!r}, not {spec.name!r} "
+            "(pass allow_cross_benchmark=True to study cross-benchmark transfer on purpose)"
+        )
+    if store.embedder_id != embedder_id:
+        raise StoreMismatchError(
+            f"store {store.path} was embedded with {store.embedder_id!r}, the env uses {embedder_id!r}"
+        )
+    return store
+
+
+def resolve_llm(llm: LLM | str, seed: int, tasks: Sequence[Task]) -> LLM:
+    """An LLM instance, or a `make_llm` spec ("simulated", "openai", "openai:<model>")."""
+    if isinstance(llm, str):
+        from cm_gym.llm.factory import make_llm
+
+        lookup = {t.task_id: t for t in tasks}
+        return (
+            make_llm(llm, seed=seed, task_lookup=lookup)
+            if llm.startswith("simulated")
+            else make_llm(llm, seed=seed)
+        )
+    if not hasattr(llm, "complete"):
+        raise EnvConfigError(
+            f"llm must be an LLM (with .complete) or a spec string, got {type(llm).__name__}"
+        )
+    return llm

@@ -1,0 +1,394 @@
+"""MemorySelectionEnv: learn when an LLM agent should use a verified counterfactual memory record."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+
+from cm_gym import features as F
+from cm_gym.agent import BaseAgent, Cost, reuse_label
+from cm_gym.envs._loading import (
+    DEFAULT_REWARD_WEIGHTS,
+    EnvConfigError,
+    check_arguments,
+    resolve_llm,
+    resolve_store,
+    resolve_tasks,
+)
+from cm_gym.envs._profiling import TimedEvaluator, TimedLLM, Timings
+from cm_gym.llm.base import LLM
+from cm_gym.memory.embedding import Embedder
+from cm_gym.memory.retrieval import Retriever, query_text, record_view
+from cm_gym.registry import get_benchmark, get_domain
+from cm_gym.types import Action, AgentState, CmGymError, Outcome, Task
+
+logger = logging.getLogger(__name__)
+
+
+class InvalidActionError(CmGymError):
+    """strict_actions=True and the policy chose a masked (or out-of-range) action."""
+
+
+class MemorySelectionEnv(gym.Env[np.ndarray, np.int64]):
+    """Selector environment of CounterMem (paper Section 3.4, Appendix C; SPEC §4).
+
+    ## Description
+
+    An episode is one task of a registered benchmark, solved by a frozen LLM agent (ReAct or
+    Reflexion) against the benchmark's executable evaluator. At every decision the LLM first
+    drafts an action *without memory*; retrieval returns at most ``k`` eligible records from a
+    frozen store (records of the current task are excluded, applicability conditions enforced);
+    the policy then chooses to skip memory or to let the LLM revise its draft with exactly one
+    record; the resulting action is checked by the evaluator on a fork of the state. The store is
+    a frozen snapshot and is never written to. With the simulated LLM the env is deterministic
+    given the reset seed.
+
+    ## Observation Space
+
+    ``Box(-inf, inf, (98,), float32)``, the layout of `cm_gym.features`: ``[0:32]`` P·E(state
+    text), ``[32:64]`` P·E(draft), ``[64:92]`` four slots × (relevance, admission score, estimated
+    improvement Δ, reuse utility u, use frequency, helpful-use fraction, validity), ``[92:98]``
+    budget features (remaining decisions, remaining evaluator calls, failures, tokens used, last
+    attempt's score, decision index; all normalised). Unused slots are zero.
+
+    ## Action Space
+
+    ``Discrete(5)``: 0 = skip memory (execute the draft), j ∈ 1..4 = revise with slot j. The mask
+    ``[1, valid_1, …, valid_4]`` is exposed as `action_masks()` (sb3-contrib), as
+    ``info["action_mask"]`` (Gymnasium) and through the validity features of the observation. A
+    masked action runs as skip with ``info["invalid_action"] = True`` (``strict_actions=True``
+    raises `InvalidActionError` instead).
+
+    ## Rewards
+
+    Eq. 10: ``r_t = 1[t = T ∧ solved] − 0.15·δcalls − 0.25·δfailures − 0.02·δtokens/10⁴`` where the
+    δ are the evaluator calls, failed evaluated actions and LLM tokens charged to this decision
+    (its draft, the revision and, for Reflexion, the reflection). Weights: `reward_weights`.
+
+    ## Episode End
+
+    ``terminated`` is True when the task is solved *or* its decision / evaluator-call budget is
+    spent. Budget exhaustion is a true terminal state here, not a time-limit truncation: the
+    remaining budget is part of the observation, and the paper's d_t = 1 marks the final decision
+    T (target r_T, no bootstrap). ``info["budget_exhausted"]`` tells the two apart. The env never
+    truncates; a `TimeLimit` wrapper may.
+
+    ## Arguments
+
+    - ``benchmark``: registered benchmark name ("SQL"), set by the registry for each env id.
+    - ``store``: a `FrozenStore`, a snapshot path, or None for the benchmark's default snapshot.
+    - ``tasks``: split name ("build", "train", "validation", "eval", "all"; default split, seed
+      12345), a list of `Task` or a list of task ids. Default "train".
+    - ``llm``: an `LLM` or a `make_llm` spec ("simulated", the default; "openai[:model]").
+    - ``agent``: "react" or "reflexion". ``llm_seed``: seed of a spec-built LLM.
+    - ``max_decisions`` (3), ``max_evaluator_calls`` (None = max_decisions), ``token_budget``
+      (20000, only for normalising the tokens feature).
+    - ``k`` (3, at most 4): records retrieved; ``use_conditions`` (True): the condition switch (both
+      the retrieval filter and the rendered record); ``retrieval``: "matched", "random",
+      "shuffled" or "none".
+    - ``retrieval_seed``: seed of the "random" / "shuffled" retrieval ablations.
+    - ``strict_actions``, ``task_order`` ("random" via ``np_random`` or "sequential", cycling and
+      restarting at each seeded reset), ``evaluator_kwargs``, ``reward_weights``,
+      ``allow_cross_benchmark``, ``profile`` (time LLM / evaluator / retrieval / features),
+      ``score_drafts`` (diagnostic: when memory changed the action, also check the memory-free
+      draft on a fork — not charged to any counter or reward — and report ``info["draft_score"]``,
+      so a use can be compared with what the draft alone would have scored).
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        benchmark: str = "SQL",
+        store: Any = None,
+        tasks: str | Sequence[Task | str] = "train",
+        llm: LLM | str = "simulated",
+        agent: str = "react",
+        max_decisions: int = 3,
+        max_evaluator_calls: int | None = None,
+        token_budget: int = 20_000,
+        k: int = 3,
+        use_conditions: bool = True,
+        retrieval: str = "matched",
+        strict_actions: bool = False,
+        task_order: str = "random",
+        llm_seed: int = 0,
+        retrieval_seed: int = 0,
+        evaluator_kwargs: Mapping[str, Any] | None = None,
+        reward_weights: Mapping[str, float] | None = None,
+        allow_cross_benchmark: bool = False,
+        score_drafts: bool = False,
+        profile: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        check_arguments(
+            retrieval=retrieval,
+            task_order=task_order,
+            k=k,
+            max_decisions=max_decisions,
+            max_evaluator_calls=max_evaluator_calls,
+            agent=agent,
+            render_mode=render_mode,
+            reward_weights=reward_weights,
+        )
+        self.benchmark_spec = get_benchmark(benchmark)
+        self.benchmark = self.benchmark_spec.name
+        domain_name = getattr(self.benchmark_spec.domain, "name", None)
+        if not isinstance(domain_name, str):
+            domain_name = self.benchmark_spec.domain().name
+        self.domain = get_domain(domain_name)
+        self.tasks: tuple[Task, ...] = resolve_tasks(self.benchmark_spec, tasks)
+        foreign = sorted({t.domain for t in self.tasks} - {self.domain.name})
+        if foreign:
+            raise EnvConfigError(f"tasks of domain(s) {foreign} given to a {self.domain.name!r} benchmark")
+        self._task_index = {t.task_id: i for i, t in enumerate(self.tasks)}
+        self.embedder = Embedder()
+        self.store = resolve_store(
+            store,
+            self.benchmark_spec,
+            self.domain.name,
+            self.embedder.embedder_id,
+            allow_cross_benchmark=allow_cross_benchmark,
+        )
+        self.agent_kind, self.max_decisions, self.k = agent, int(max_decisions), int(k)
+        self.max_evaluator_calls = int(max_evaluator_calls or max_decisions)
+        self.token_budget, self.use_conditions, self.retrieval = int(token_budget), use_conditions, retrieval
+        self.strict_actions, self.task_order, self.render_mode = strict_actions, task_order, render_mode
+        self.reward_weights = {**DEFAULT_REWARD_WEIGHTS, **(reward_weights or {})}
+        self.timings = Timings()
+        self.profile, self.score_drafts = profile, score_drafts
+        self.llm = resolve_llm(llm, llm_seed, self.tasks)
+        self.evaluator = self.domain.make_evaluator(**dict(evaluator_kwargs or {}))
+        llm_used = TimedLLM(self.llm, self.timings) if profile else self.llm
+        evaluator_used = TimedEvaluator(self.evaluator, self.timings) if profile else self.evaluator
+        self._agent = BaseAgent(llm_used, self.domain, evaluator_used, kind=agent)
+        self._retriever = Retriever(
+            self.store,
+            self.domain,
+            k=self.k,
+            use_conditions=use_conditions,
+            mode=retrieval,
+            seed=retrieval_seed,
+            embedder=self.embedder,
+        )
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (F.OBS_DIM,), np.float32)
+        self.action_space = gym.spaces.Discrete(F.N_ACTIONS)
+        self._cursor = 0
+        self._task: Task | None = None
+        self._state: AgentState | None = None
+        self._done = True
+        self._reset_counters()
+
+    # -- episode bookkeeping ------------------------------------------------------------------
+    def _reset_counters(self) -> None:
+        self._decisions = self._calls = self._failures = self._tokens = 0
+        self._draft = ""
+        self._draft_cost = Cost()
+        self._retrieved: list[Any] = []
+        self._mask = F.mask_for(0)
+        self._obs = np.zeros(F.OBS_DIM, dtype=np.float32)
+
+    def _next_task(self, options: Mapping[str, Any] | None, seeded: bool) -> Task:
+        if options and options.get("task_id") is not None:
+            task_id = str(options["task_id"])
+            if task_id not in self._task_index:
+                raise EnvConfigError(f"task {task_id!r} is not among this env's {len(self.tasks)} tasks")
+            return self.tasks[self._task_index[task_id]]
+        if self.task_order == "random":
+            return self.tasks[int(self.np_random.integers(len(self.tasks)))]
+        if seeded:
+            self._cursor = 0
+        task = self.tasks[self._cursor % len(self.tasks)]
+        self._cursor += 1
+        return task
+
+    def _budget(self) -> F.BudgetFeatures:
+        assert self._state is not None
+        return F.BudgetFeatures(
+            decision=self._decisions,
+            max_decisions=self.max_decisions,
+            evaluator_calls=self._calls,
+            max_evaluator_calls=self.max_evaluator_calls,
+            failures=self._failures,
+            tokens=self._tokens,
+            token_budget=self.token_budget,
+            last_score=self._state.last_score,
+        )
+
+    def _prepare_decision(self) -> None:
+        """Draft without memory, retrieve, and build the observation the policy will see."""
+        assert self._state is not None and self._task is not None
+        clock, timings = time.perf_counter, self.timings
+        self._draft_cost = Cost()
+        self._draft = self._agent.draft(self._state, self._draft_cost)
+        t0 = clock()
+        state_text = self._state.render()
+        query = self.embedder.embed_one(query_text(self._task, state_text))
+        draft_embedding = self.embedder.embed_one(self._draft)
+        t1 = clock()
+        if self.retrieval == "none" or self.k == 0:
+            self._retrieved = []
+        else:
+            self._retrieved = list(self._retriever.retrieve(self._task, state_text, query=query))[: self.k]
+        t2 = clock()
+        slots = [F.SlotFeatures.from_record(r.record, r.relevance) for r in self._retrieved]
+        self._obs = F.build_observation(query, draft_embedding, slots, self._budget())
+        self._mask = F.mask_for(len(slots))
+        t3 = clock()
+        timings.add("features", (t1 - t0) + (t3 - t2))
+        timings.add("retrieval", t2 - t1)
+
+    def _terminal_observation(self) -> None:
+        assert self._state is not None
+        self._retrieved, self._draft = [], ""
+        assert self._task is not None
+        state = self.embedder.embed_one(query_text(self._task, self._state.render()))
+        self._obs = F.build_observation(state, None, [], self._budget())
+        self._mask = F.mask_for(0)
+
+    def _base_info(self) -> dict[str, Any]:
+        return {
+            "action_mask": self._mask.copy(),
+            "task_id": self._task.task_id if self._task else "",
+            "decision": self._decisions,
+            "n_retrieved": len(self._retrieved),
+            "retrieved_ids": [r.record.record_id for r in self._retrieved],
+            "next_draft": self._draft,
+        }
+
+    # -- Gymnasium API ------------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._task = self._next_task(options, seeded=seed is not None)
+        self._state = AgentState(self._task)
+        self._reset_counters()
+        self._done = False
+        start = time.perf_counter()
+        self._prepare_decision()
+        self.timings.add("total", time.perf_counter() - start)
+        return self._obs.copy(), self._base_info()
+
+    def action_masks(self) -> np.ndarray:
+        """The current mask ``[True, valid_1, …, valid_4]`` (sb3-contrib's MaskablePPO reads it)."""
+        return self._mask.copy()
+
+    def _resolve_action(self, action: Any) -> tuple[int, bool]:
+        try:
+            a = int(np.asarray(action).item())
+        except (TypeError, ValueError):
+            a = -1
+        valid = 0 <= a < F.N_ACTIONS and bool(self._mask[a])
+        if not valid and self.strict_actions:
+            raise InvalidActionError(
+                f"action {action!r} is masked; valid actions: {np.flatnonzero(self._mask).tolist()}"
+            )
+        return (a, False) if valid else (0, True)
+
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        if self._done or self._state is None:
+            raise CmGymError("step() called on a finished episode: call reset() first")
+        a, invalid = self._resolve_action(action)
+        start = time.perf_counter()
+        result = self._step(a, invalid)
+        self.timings.add("total", time.perf_counter() - start)
+        return result
+
+    def _step(self, a: int, invalid: bool) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        assert self._state is not None
+        retrieved, draft, before = self._retrieved, self._draft, self._state
+        record = retrieved[a - 1].record if a > 0 else None
+        view = record_view(record, show_condition=self.use_conditions) if record is not None else None
+        previous_score = self._state.last_score if self._state.attempts else None
+        decision = self._agent.decide(self._state, view, draft=draft)
+        cost = Cost()
+        cost.add(self._draft_cost)
+        cost.add(decision.cost)
+        self._state = decision.state
+        self._decisions += 1
+        self._calls += cost.evaluator_calls
+        self._failures += cost.failures
+        self._tokens += cost.tokens
+        solved = decision.outcome.solved
+        exhausted = self._decisions >= self.max_decisions or self._calls >= self.max_evaluator_calls
+        terminated = solved or exhausted
+        w = self.reward_weights
+        reward = (
+            w["solve"] * float(terminated and solved)
+            - w["calls"] * cost.evaluator_calls
+            - w["failures"] * cost.failures
+            - w["tokens"] * cost.tokens / w["token_scale"]
+        )
+        draft_score = None
+        if self.score_drafts and decision.changed_by_memory:  # diagnostic, never charged
+            draft_score = float(self.evaluator.check(before.fork(), Action(draft)).score)
+        if terminated:
+            self._done = True
+            self._terminal_observation()
+        else:
+            self._prepare_decision()
+        info = self._base_info()
+        info.update(
+            solved=solved,
+            score=float(decision.outcome.score),
+            evaluator_calls=self._calls,
+            failures=self._failures,
+            tokens=self._tokens,
+            retrieval_attempted=self.retrieval != "none" and self.k > 0,
+            retrieved=bool(retrieved),
+            n_retrieved=len(retrieved),
+            retrieved_ids=[r.record.record_id for r in retrieved],
+            record_id=decision.record_id,
+            reuse_label=reuse_label(decision, previous_score),
+            changed_by_memory=decision.changed_by_memory,
+            draft=draft,
+            action=decision.action,
+            selected=a,
+            invalid_action=invalid,
+            draft_score=draft_score,
+            budget_exhausted=exhausted and not solved,
+            outcome_status=decision.outcome.status,
+            decision_cost={
+                "evaluator_calls": cost.evaluator_calls,
+                "failures": cost.failures,
+                "tokens": cost.tokens,
+                "llm_calls": cost.llm_calls,
+            },
+        )
+        return self._obs.copy(), float(reward), terminated, False, info
+
+    def peek(self, action: int) -> Outcome:
+        """ANALYSIS ONLY (the Oracle baseline): what `action` would score at the current decision,
+        evaluated on a fork. Counters, state, observation and store are untouched; with the
+        simulated LLM the answer is what `step(action)` would get. A masked action peeks skip."""
+        if self._done or self._state is None:
+            raise CmGymError("peek() needs an episode in progress: call reset() first")
+        a = int(action)
+        a = a if 0 <= a < F.N_ACTIONS and self._mask[a] else 0
+        text = self._draft
+        if a > 0:
+            view = record_view(self._retrieved[a - 1].record, show_condition=self.use_conditions)
+            text = self._agent.revise(self._state, self._draft, view, Cost())
+        return self.evaluator.check(self._state.fork(), Action(text))
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        lines = [
+            f"task {self._task.task_id if self._task else '-'} decision {self._decisions}/{self.max_decisions}"
+        ]
+        lines.append(f"draft: {self._draft}")
+        for j, r in enumerate(self._retrieved, start=1):
+            lines.append(f"slot {j}: {r.record.record_id} rel={r.relevance:.3f} u={r.record.u:+.2f}")
+        return "\n".join(lines)
+
+    @property
+    def store_path(self) -> Path:
+        return Path(self.store.path)

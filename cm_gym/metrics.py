@@ -1,0 +1,196 @@
+"""SPEC §8 metrics, each rate with its own denominator (paper Section 4.4, Appendix D.4, D.6).
+
+Per episode (one task), `EpisodeCounters` accumulates the env's step infos. Per run, `summarize`
+turns a list of episode dicts into:
+
+- score 0–100: 100 × mean final-attempt score U (= solve rate for binary benchmarks);
+- total tokens in millions (task-run tokens: drafts, revisions, reflections);
+- evaluator calls per *solved task* and failed attempts per *solved task*;
+- retrieval coverage per *retrieval opportunity* (decisions at which retrieval was attempted;
+  a hit = at least one eligible record returned);
+- harmful use per *selected record use* (decisions where a record was used, not skipped;
+  harmful = reuse label −1, the construction-time criterion of Appendix B.3);
+- optionally (env ``score_drafts=True``), worse-than-draft per *selected use that changed the
+  draft*: the revised action scored below what the memory-free draft would have scored.
+
+`paired` counts rescued / broken tasks between a no-memory and a memory run over the same tasks.
+The denominators are never mixed: every rate is reported as ``{value, numerator, denominator, per}``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class EpisodeCounters:
+    """Counters of one episode, fed with the env's step infos (cumulative keys are overwritten,
+    per-decision keys are added). `as_dict()` is what goes into ``info["episode_metrics"]``."""
+
+    task_id: str = ""
+    decisions: int = 0
+    solved: bool = False
+    score: float = 0.0
+    evaluator_calls: int = 0
+    failures: int = 0
+    tokens: int = 0
+    retrieval_opportunities: int = 0
+    retrieval_with_records: int = 0
+    selected_uses: int = 0
+    helpful_uses: int = 0
+    harmful_uses: int = 0
+    actions_changed_by_memory: int = 0
+    draft_checked_uses: int = 0
+    uses_worse_than_draft: int = 0
+    uses_better_than_draft: int = 0
+    invalid_actions: int = 0
+    episode_return: float = 0.0
+    record_ids: list[str] = field(default_factory=list)
+
+    def update(self, info: Mapping[str, Any], reward: float = 0.0) -> None:
+        """Add one decision's step info (see `MemorySelectionEnv` for the keys)."""
+        self.task_id = str(info.get("task_id", self.task_id))
+        self.decisions += 1
+        self.solved = bool(info.get("solved", False))
+        self.score = float(info.get("score", 0.0))
+        self.evaluator_calls = int(info.get("evaluator_calls", self.evaluator_calls))
+        self.failures = int(info.get("failures", self.failures))
+        self.tokens = int(info.get("tokens", self.tokens))
+        if info.get("retrieval_attempted", True):
+            self.retrieval_opportunities += 1
+            self.retrieval_with_records += int(bool(info.get("retrieved", False)))
+        record_id = info.get("record_id")
+        if record_id is not None:
+            self.selected_uses += 1
+            self.record_ids.append(str(record_id))
+            label = int(info.get("reuse_label", 0) or 0)
+            self.helpful_uses += int(label > 0)
+            self.harmful_uses += int(label < 0)
+            self.actions_changed_by_memory += int(bool(info.get("changed_by_memory", False)))
+            draft_score = info.get("draft_score")
+            if draft_score is not None:
+                self.draft_checked_uses += 1
+                self.uses_worse_than_draft += int(float(info.get("score", 0.0)) < float(draft_score))
+                self.uses_better_than_draft += int(float(info.get("score", 0.0)) > float(draft_score))
+        self.invalid_actions += int(bool(info.get("invalid_action", False)))
+        self.episode_return += float(reward)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A ratio that keeps its numerator, denominator and what the denominator counts."""
+
+    numerator: float
+    denominator: float
+    per: str
+
+    @property
+    def value(self) -> float | None:
+        """numerator / denominator, or None when the denominator is zero (never a fake 0)."""
+        return self.numerator / self.denominator if self.denominator else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "numerator": self.numerator,
+            "denominator": self.denominator,
+            "per": self.per,
+        }
+
+
+RATE_METRICS = (
+    "evaluator_calls_per_solved",
+    "failures_per_solved",
+    "retrieval_coverage",
+    "harmful_use",
+    "helpful_use",
+    "worse_than_draft",
+)
+SCALAR_METRICS = ("score", "solve_rate", "total_tokens_m", "mean_return", "n_tasks", "n_solved")
+
+
+def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """SPEC §8 metrics of one run from its episode dicts (`EpisodeCounters.as_dict()`)."""
+    n = len(episodes)
+    solved = sum(bool(e["solved"]) for e in episodes)
+    calls = sum(int(e["evaluator_calls"]) for e in episodes)
+    failures = sum(int(e["failures"]) for e in episodes)
+    tokens = sum(int(e["tokens"]) for e in episodes)
+    opportunities = sum(int(e["retrieval_opportunities"]) for e in episodes)
+    hits = sum(int(e["retrieval_with_records"]) for e in episodes)
+    uses = sum(int(e["selected_uses"]) for e in episodes)
+    harmful = sum(int(e["harmful_uses"]) for e in episodes)
+    helpful = sum(int(e["helpful_uses"]) for e in episodes)
+    return {
+        "n_tasks": n,
+        "n_solved": solved,
+        "score": 100.0 * sum(float(e["score"]) for e in episodes) / n if n else None,
+        "solve_rate": 100.0 * solved / n if n else None,
+        "total_tokens_m": tokens / 1e6,
+        "mean_return": sum(float(e.get("episode_return", 0.0)) for e in episodes) / n if n else None,
+        "evaluator_calls_per_solved": Rate(calls, solved, "solved task").as_dict(),
+        "failures_per_solved": Rate(failures, solved, "solved task").as_dict(),
+        "retrieval_coverage": Rate(hits, opportunities, "retrieval opportunity").as_dict(),
+        "harmful_use": Rate(harmful, uses, "selected record use").as_dict(),
+        "helpful_use": Rate(helpful, uses, "selected record use").as_dict(),
+        "worse_than_draft": Rate(
+            sum(int(e.get("uses_worse_than_draft", 0)) for e in episodes),
+            sum(int(e.get("draft_checked_uses", 0)) for e in episodes),
+            "selected use that changed the draft (draft checked; env score_drafts=True)",
+        ).as_dict(),
+        "selected_uses": uses,
+        "invalid_actions": sum(int(e.get("invalid_actions", 0)) for e in episodes),
+    }
+
+
+def paired(
+    without_memory: Sequence[Mapping[str, Any]], with_memory: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """Rescued (fails without, solved with) and broken (solved without, fails with) tasks over the
+    task ids present in both runs (Appendix E.3); `net` = rescued − broken."""
+    base = {str(e["task_id"]): bool(e["solved"]) for e in without_memory}
+    treated = {str(e["task_id"]): bool(e["solved"]) for e in with_memory}
+    common = sorted(set(base) & set(treated))
+    rescued = [t for t in common if treated[t] and not base[t]]
+    broken = [t for t in common if base[t] and not treated[t]]
+    return {
+        "n_pairs": len(common),
+        "rescued": len(rescued),
+        "broken": len(broken),
+        "net": len(rescued) - len(broken),
+        "rescued_ids": rescued,
+        "broken_ids": broken,
+    }
+
+
+def _mean_std(values: Sequence[float]) -> dict[str, Any]:
+    clean = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    if not clean:
+        return {"mean": None, "std": None, "n": 0}
+    mean = sum(clean) / len(clean)
+    var = sum((v - mean) ** 2 for v in clean) / (len(clean) - 1) if len(clean) > 1 else 0.0
+    return {"mean": mean, "std": math.sqrt(var), "n": len(clean)}
+
+
+def aggregate_seeds(per_seed: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Mean ± sample std (ddof = 1) across seeds of each `summarize` metric. Rates are averaged
+    per seed (their per-seed value), and the pooled numerator/denominator is kept as well."""
+    out: dict[str, Any] = {}
+    for key in SCALAR_METRICS:
+        out[key] = {**_mean_std([s.get(key) for s in per_seed]), "per_seed": [s.get(key) for s in per_seed]}
+    for key in RATE_METRICS:
+        rates = [s[key] for s in per_seed if key in s]
+        num = sum(r["numerator"] for r in rates)
+        den = sum(r["denominator"] for r in rates)
+        out[key] = {
+            **_mean_std([r["value"] for r in rates]),
+            "per_seed": [r["value"] for r in rates],
+            "pooled": Rate(num, den, rates[0]["per"] if rates else "").as_dict(),
+        }
+    return out
