@@ -176,9 +176,12 @@ def make_env(cfg: ProtocolConfig, snapshot: Any, task_ids: Sequence[str], **over
 def train_selector(cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, seed: int) -> dict[str, Any]:
     """Train the masked DQN for `total_decisions` on T_train \\ validation; keep the checkpoint
     with the best mean validation return. Returns the training record (paths, history)."""
+    import torch
+
     from cm_gym.agents.masked_dqn import MaskedDQN
     from cm_gym.training import CheckpointSelector
 
+    torch.set_num_threads(1)  # a (64, 64) MLP is ~10x slower with several threads on a small box
     val = prepared.split.validation
     train_ids = [t for t in prepared.split.train if t not in set(val)] or list(prepared.split.train)
     env = make_env(cfg, snapshot, train_ids, task_order="random")
@@ -234,7 +237,9 @@ def evaluate_policies(
     from cm_gym.metrics import aggregate_seeds, paired, summarize
     from cm_gym.training import run_episodes
 
-    env = make_env(cfg, snapshot, prepared.split.eval, task_order="sequential")
+    # score_drafts: when memory changed the action, also check the memory-free draft on a fork
+    # (never charged to any counter) so "worse than the draft" can be reported beside harmful use.
+    env = make_env(cfg, snapshot, prepared.split.eval, task_order="sequential", score_drafts=True)
     results: dict[str, Any] = {}
     episodes_of: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for name in cfg.policies:

@@ -13,6 +13,7 @@ COLUMNS = (
     ("Fails/solved", "failures_per_solved", "{:.2f}"),
     ("Coverage", "retrieval_coverage", "{:.1%}"),
     ("Harmful use", "harmful_use", "{:.1%}"),
+    ("Worse than draft", "worse_than_draft", "{:.1%}"),
 )
 
 
@@ -43,7 +44,8 @@ def results_table(results: Mapping[str, Any]) -> str:
     foot = (
         f"benchmark {results['config']['benchmark']}: {split.get('eval', '?')} held-out tasks, "
         f"{len(results['config']['seeds'])} selector seeds, store of {results['snapshot']['records']} records; "
-        "score = 100 x mean final U; coverage per retrieval opportunity; harmful use per selected record use."
+        "score = 100 x mean final U; coverage per retrieval opportunity; harmful use (reuse label -1, "
+        "Appendix B.3) per selected record use; worse than draft per selected use that changed the draft."
     )
     return "\n".join(lines + ["", foot])
 
