@@ -293,12 +293,16 @@ def run_protocol(
             record = train_selector(cfg, snapshot, prepared, seed)
             training.append(record)
             checkpoints[seed] = record["best_checkpoint"]
+            if progress:
+                progress("train", i + 1, len(cfg.seeds))
     timings["train_seconds"] = time.perf_counter() - t0 - timings["build_seconds"]
     if progress:
         progress("evaluate", 0, 1)
     t1 = time.perf_counter()
     policies = evaluate_policies(cfg, snapshot, prepared, checkpoints)
     timings["evaluate_seconds"] = time.perf_counter() - t1
+    if progress:
+        progress("evaluate", 1, 1)
     results = {
         "config": _jsonable(asdict(cfg)),
         "split": {k: len(v) for k, v in asdict(prepared.split).items()},
@@ -331,6 +335,8 @@ def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | N
         if progress:
             progress("train", i, len(cfg.seeds))
         training.append(train_selector(cfg, snapshot, prepared, seed))
+        if progress:
+            progress("train", i + 1, len(cfg.seeds))
     record = {"config": _jsonable(asdict(cfg)), "snapshot": str(snapshot_path), "training": training}
     Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
     (Path(cfg.out_dir) / "training.json").write_text(json.dumps(_jsonable(record), indent=2))

@@ -28,7 +28,8 @@ def config_from(args: argparse.Namespace) -> ProtocolConfig:
 
 
 class PhaseBar:
-    """A tqdm bar per protocol phase (build tasks, selector seeds, evaluation)."""
+    """A tqdm bar per protocol phase (build tasks, selector seeds, evaluation); called as
+    ``bar(phase, done, total)``."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled, self.bar, self.phase = enabled, None, ""
@@ -40,10 +41,14 @@ class PhaseBar:
             self.close()
             self.phase, self.bar = (
                 phase,
-                tqdm(total=n, desc=phase, unit="task" if phase == "build" else "step"),
+                tqdm(
+                    total=n,
+                    desc=phase,
+                    unit="task" if phase == "build" else "seed" if phase == "train" else "run",
+                ),
             )
         if self.bar is not None:
-            self.bar.n = i + (1 if phase == "build" else 0)
+            self.bar.n = min(i, n)  # i = units done so far
             self.bar.refresh()
 
     def close(self) -> None:
