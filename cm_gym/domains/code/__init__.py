@@ -1,0 +1,44 @@
+"""Code-repair domain: registers "Code" (``cm_gym/Code-v0``, generated small functions with seeded
+bugs, shipped with the package) and "QuixBugs" (``cm_gym/QuixBugs-v0``, real data under
+``data_root()/"quixbugs"``). The world model runs each task's tests in `cm_gym.evaluators`'
+sandbox; see `evaluator.py` and `cm_gym/evaluators/sandbox.py` for what is isolated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cm_gym.domains.code.domain import CodeDomain
+from cm_gym.registry import register_benchmark
+from cm_gym.types import Task
+
+__all__ = ["CodeDomain", "load_generated_tasks", "load_quixbugs_tasks"]
+
+
+def load_generated_tasks(limit: int | None = None) -> list[Task]:
+    """The generated benchmark (deterministic; ids ``codegen-0000`` …)."""
+    from cm_gym.domains.code.generated import load_generated_tasks as load
+
+    return load(limit=limit)
+
+
+def load_quixbugs_tasks(root: Path | str | None = None, limit: int | None = None) -> list[Task]:
+    """QuixBugs' 40 Python programs (default ``data_root()/"quixbugs"``)."""
+    from cm_gym.domains.code.quixbugs import load_quixbugs_tasks as load
+
+    return load(root=root, limit=limit)
+
+
+register_benchmark(
+    "Code",
+    domain=CodeDomain,
+    load_tasks=load_generated_tasks,
+    description="generated small Python functions with seeded bugs and look-alikes; tests run in a sandbox",
+    split_by_env=True,
+)
+register_benchmark(
+    "QuixBugs",
+    domain=CodeDomain,
+    load_tasks=load_quixbugs_tasks,
+    description="QuixBugs' 40 one-line-bug Python programs with their tests (real data)",
+    split_by_env=False,
+)

@@ -1,0 +1,50 @@
+"""`CodeDomain`: the code-repair benchmark family behind cm_gym/Code-v0 and cm_gym/QuixBugs-v0."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
+from cm_gym.domains.code.errormodel import code_edit_operators, code_error_model, transfer_contrast
+from cm_gym.domains.code.evaluator import CodeEvaluator
+from cm_gym.domains.code.records import PREDICATES, contrast_key, distil_fix
+from cm_gym.types import Task
+
+
+class CodeDomain(Domain):
+    """Programs with one bug plus their tests; an action is the whole corrected program (or a
+    unified diff against the buggy one); the world model runs the tests in a sandbox."""
+
+    name: ClassVar[str] = "code"
+    action_kind: ClassVar[str] = "Python program (the whole corrected program)"
+    action_format: ClassVar[str] = (
+        "Return the whole corrected program in one ```python fenced code block "
+        "(a unified diff against the given program is also accepted)."
+    )
+
+    def make_evaluator(self, **kwargs: Any) -> CodeEvaluator:
+        """A `CodeEvaluator` (kwargs: sandbox, limits, per_test_timeout, isolation)."""
+        return CodeEvaluator(**kwargs)
+
+    def edit_operators(self, task: Task, action: str) -> list[Edit]:
+        return code_edit_operators(task, action)
+
+    def condition_predicates(self) -> Mapping[str, PredicateFn]:
+        return PREDICATES
+
+    def distil(self, task: Task, a_minus: str, a_plus: str) -> Distillation:
+        return distil_fix(task, a_minus, a_plus)
+
+    def contrast_key(self, a_minus: str, a_plus: str) -> str:
+        return contrast_key(a_minus, a_plus)
+
+    def error_model(self) -> ErrorModel:
+        return code_error_model()
+
+    def apply_contrast(self, task: Task, draft: str, a_minus: str, a_plus: str) -> str | None:
+        """The record's fix as the same kind of edit on `draft`, else the token-level default."""
+        moved = transfer_contrast(draft, a_minus, a_plus)
+        if moved is not None and moved != draft:
+            return moved
+        return super().apply_contrast(task, draft, a_minus, a_plus)

@@ -1,0 +1,82 @@
+"""The code-repair world model: apply the patch, run the task's tests in the sandbox, score.
+
+U = fraction of the task's tests passed; solved iff all pass; feedback = the first failing test's
+name and assertion (truncated to 800 characters). A malformed patch is a scored
+``Outcome(status="error")``; a run that produced no valid report (killed the runner, blew the
+wall-clock budget, tampered with the report channel) is ``status="error"`` / ``"timeout"`` with
+the reason. The state is never touched: every run happens in a fresh throw-away copy.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from cm_gym.domains.code.patch import PatchError, apply_patch
+from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxError
+from cm_gym.evaluators.testrun import TestSuite, run_suite
+from cm_gym.types import Action, AgentState, Outcome
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_LIMITS = Limits(wall_s=30.0, cpu_s=30.0, memory_mb=512, max_procs=32, max_file_mb=8)
+
+
+class CodeEvaluator:
+    """`check(state, action)` for code-repair tasks (see module doc).
+
+    `per_test_timeout` overrides the task's own (seconds); `limits` are the whole run's budgets
+    (its `wall_s` is the time budget for all of a task's tests together)."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox | None = None,
+        *,
+        limits: Limits | None = None,
+        per_test_timeout: float | None = None,
+        isolation: str = "auto",
+    ) -> None:
+        self.limits = limits or DEFAULT_LIMITS
+        self.sandbox = sandbox or Sandbox(self.limits, isolation=isolation)
+        self.per_test_timeout = per_test_timeout
+        self.calls = 0
+
+    def _suite(self, task_meta: Any) -> TestSuite:
+        suite = TestSuite.from_dict(task_meta["suite"])
+        if self.per_test_timeout is not None:
+            suite = TestSuite.from_dict({**suite.to_dict(), "per_test_timeout": self.per_test_timeout})
+        return suite
+
+    def check(self, state: AgentState, action: Action) -> Outcome:
+        """Score `action` (a full program or a unified diff) on a fork of `state`'s task."""
+        self.calls += 1
+        task = state.task
+        suite = self._suite(task.meta)
+        try:
+            program = apply_patch(task.meta["buggy"], action.text, suite.function)
+        except PatchError as exc:
+            return Outcome(0.0, False, feedback=f"invalid patch: {exc}", status="error", reason=str(exc))
+        try:
+            run = run_suite(self.sandbox, suite, program, limits=self.limits)
+        except SandboxError as exc:
+            logger.error("sandbox unavailable: %s", exc)
+            return Outcome(0.0, False, feedback=str(exc), status="refused", reason=str(exc))
+        sb = run.sandbox
+        details: dict[str, Any] = {
+            "passed": run.passed,
+            "total": run.total,
+            "tests": {r.name: r.status for r in run.results},
+            "isolation": sb.isolation if sb else "",
+            "wall_s": round(sb.wall_s, 4) if sb else 0.0,
+            "stray_processes_killed": sb.strays_killed if sb else 0,
+            "sandbox_uid": sb.uid if sb else None,
+        }
+        if run.error:
+            status = "timeout" if sb is not None and sb.timed_out else "error"
+            return Outcome(
+                0.0, False, feedback=run.first_failure(), status=status, reason=run.error, details=details
+            )
+        score = run.fraction
+        solved = run.total > 0 and run.passed == run.total
+        feedback = run.first_failure() or f"all {run.total} tests passed"
+        return Outcome(score, solved, feedback=feedback, status="ok", details=details)

@@ -1,0 +1,30 @@
+"""Formal-verification domain: registers "Dafny" (``cm_gym/Dafny-v0``) on DafnyBench's subset that
+verifies with Debian's Dafny 2.3 (``data_root()/"dafny"``). Registration and task loading work
+without the verifier; creating an evaluator raises `ToolNotFoundError` with the install command
+(``apt-get install -y dafny``) when it is missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cm_gym.domains.dafny.domain import DafnyDomain
+from cm_gym.registry import register_benchmark
+from cm_gym.types import Task
+
+__all__ = ["DafnyDomain", "load_dafny_tasks"]
+
+
+def load_dafny_tasks(root: Path | str | None = None, limit: int | None = None) -> list[Task]:
+    """DafnyBench tasks (hints removed; reference = ground truth), sorted by file name."""
+    from cm_gym.domains.dafny.loader import load_dafny_tasks as load
+
+    return load(root=root, limit=limit)
+
+
+register_benchmark(
+    "Dafny",
+    domain=DafnyDomain,
+    load_tasks=load_dafny_tasks,
+    description="DafnyBench programs with hints removed; add invariants/asserts/decreases until Dafny 2.3 verifies",
+    split_by_env=True,
+)

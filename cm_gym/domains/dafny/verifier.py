@@ -1,0 +1,155 @@
+"""Run Debian's Dafny 2.3 (``dafny /compile:0 /trace``) in the sandbox and read its verdicts.
+
+``/trace`` prints, per Boogie implementation, ``Verifying <Kind>$$<module>.<class>.<member> ...``
+followed by ``[t s, n proof obligations]  verified|error|errors|timed out|out of memory|
+inconclusive``. A Dafny member (method, lemma, function, ...) is verified when all of its
+implementations (well-formedness check, body, override check) are; U = verified members / all
+members. Parse and resolution errors produce no such lines and are reported as such.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+
+from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxResult, ToolNotFoundError
+
+logger = logging.getLogger(__name__)
+
+INSTALL_HINT = "install it with `apt-get install -y dafny` (Debian's Dafny 2.3, which brings mono and z3)"
+_VERIFYING = re.compile(r"^Verifying (\w+)\$\$(\S+) \.\.\.\s*$")
+_RESULT = re.compile(r"^\s*\[[^\]]*\]\s+(verified|errors?|timed out|out of memory|inconclusive)\s*$")
+_SUMMARY = re.compile(r"Dafny program verifier finished with (\d+) verified, (\d+) errors?")
+_ERROR = re.compile(r"^(?:\S+)\((\d+),(\d+)\): (Error[^:]*): (.*)$")
+_PARSE = re.compile(r"(\d+) (parse|resolution/type) errors? detected")
+_NOISE = re.compile(
+    r"^(Prover error: .*model_compress|Legal parameters are:|\s{2}\w+ \(.*\) \(default: .*\)|\s{2}\w+ \(bool\)$)"
+)
+
+
+def find_dafny() -> str:
+    """Path of the `dafny` executable ($CM_GYM_DAFNY or PATH); `ToolNotFoundError` otherwise."""
+    env = os.environ.get("CM_GYM_DAFNY")
+    if env:
+        if os.path.isfile(env) and os.access(env, os.X_OK):
+            return env
+        raise ToolNotFoundError(f"CM_GYM_DAFNY={env!r} is not an executable; {INSTALL_HINT}")
+    path = shutil.which("dafny")
+    if path is None:
+        raise ToolNotFoundError(f"the Dafny verifier (`dafny`) is not installed; {INSTALL_HINT}")
+    return path
+
+
+@dataclass(frozen=True)
+class VerifierReport:
+    """Per-member verdicts and the first errors, as read from Dafny's output."""
+
+    members: dict[str, bool] = field(default_factory=dict)
+    errors: tuple[str, ...] = ()
+    summary: tuple[int, int] | None = None
+    parse_failed: bool = False
+    timed_out_members: tuple[str, ...] = ()
+
+    @property
+    def verified(self) -> int:
+        return sum(self.members.values())
+
+    @property
+    def score(self) -> float:
+        if self.parse_failed or self.summary is None:
+            return 0.0
+        if not self.members:
+            return 1.0 if self.summary[1] == 0 else 0.0
+        return self.verified / len(self.members)
+
+    @property
+    def solved(self) -> bool:
+        return (
+            not self.parse_failed
+            and self.summary is not None
+            and self.summary[1] == 0
+            and all(self.members.values())
+        )
+
+
+def _member(qualified: str) -> str:
+    """Dafny's name for a Boogie implementation name: ``_module.__default.mult8__Lemma`` →
+    ``mult8_Lemma``, ``_0_Seq.__default.Sum`` → ``Seq.Sum``, ``M.C.Slow`` stays."""
+    parts = []
+    for part in qualified.split("."):
+        if part in ("_module", "__default"):
+            continue
+        m = re.match(r"^_\d+_(.+)$", part)
+        parts.append((m.group(1) if m else part).replace("__", "_"))
+    return ".".join(parts) or qualified
+
+
+def clean_output(text: str) -> str:
+    """Dafny's output without the z3 option noise Debian's build prints on every check."""
+    return "\n".join(line for line in text.splitlines() if not _NOISE.match(line))
+
+
+def parse_output(text: str) -> VerifierReport:
+    """Read the verdicts of a ``/trace`` run (see module doc)."""
+    members: dict[str, bool] = {}
+    timed_out: list[str] = []
+    errors: list[str] = []
+    current: str | None = None
+    parse_failed = False
+    summary: tuple[int, int] | None = None
+    for line in text.splitlines():
+        m = _VERIFYING.match(line)
+        if m:
+            current = _member(m.group(2))
+            members.setdefault(current, True)
+            continue
+        r = _RESULT.match(line)
+        if r and current is not None:
+            if r.group(1) != "verified":
+                members[current] = False
+                if r.group(1) == "timed out":
+                    timed_out.append(current)
+            current = None
+            continue
+        e = _ERROR.match(line)
+        if e and len(errors) < 5:
+            where = f"line {e.group(1)}"
+            errors.append(f"{where}: {e.group(4).strip()}")
+        p = _PARSE.search(line)
+        if p:
+            parse_failed = True
+            errors.append(line.strip())
+        s = _SUMMARY.search(line)
+        if s:
+            summary = (int(s.group(1)), int(s.group(2)))
+    return VerifierReport(members, tuple(errors), summary, parse_failed, tuple(timed_out))
+
+
+DEFAULT_LIMITS = Limits(
+    wall_s=120.0, cpu_s=240.0, memory_mb=4096, max_procs=256, max_file_mb=64, output_chars=400_000
+)
+
+
+class DafnyVerifier:
+    """Runs one Dafny program in the sandbox; `time_limit` is Dafny's per-implementation limit."""
+
+    def __init__(
+        self, sandbox: Sandbox | None = None, *, time_limit: int = 30, limits: Limits | None = None
+    ) -> None:
+        self.dafny = find_dafny()
+        self.limits = limits or DEFAULT_LIMITS
+        self.sandbox = sandbox or Sandbox(self.limits)
+        self.time_limit = int(time_limit)
+
+    def argv(self, filename: str = "task.dfy") -> list[str]:
+        """The verifier command line (relative to the copy)."""
+        return [self.dafny, "/compile:0", "/trace", "/nologo", f"/timeLimit:{self.time_limit}", filename]
+
+    def verify(self, program: str) -> tuple[VerifierReport, SandboxResult]:
+        """Verify `program` in a throw-away copy; the report and the raw run."""
+        res = self.sandbox.run(self.argv(), {"task.dfy": program}, limits=self.limits)
+        output = clean_output(res.stdout + "\n" + res.stderr)
+        return parse_output(output), res

@@ -1,0 +1,93 @@
+"""Dafny 2.3 as the world model (needs `dafny`): ground truths verify, hints-removed programs fail
+or verify as upstream says, refusals never reach the verifier. A sample here; all 445 in slow."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from cm_gym.agent import BaseAgent
+from cm_gym.domains.dafny.domain import DafnyDomain
+from cm_gym.domains.dafny.evaluator import DafnyEvaluator
+from cm_gym.types import Action, AgentState, Outcome, Task
+from tests.domains.dafny.conftest import by_file
+
+pytestmark = [pytest.mark.dafny, pytest.mark.data]
+
+
+def test_ground_truth_verifies_and_hints_removed_fails(
+    dafny_evaluator: DafnyEvaluator, dafny_tasks: list[Task]
+) -> None:
+    task = by_file(dafny_tasks, "CS494-final-project_tmp_tmp7nof55uq_bubblesort")
+    state = AgentState(task)
+    gt = dafny_evaluator.check(state, Action(task.reference))
+    assert gt.solved and gt.score == 1.0 and gt.status == "ok"
+    hr = dafny_evaluator.check(state, Action(task.meta["program"]))
+    assert not hr.solved and hr.status == "ok" and hr.score == pytest.approx(2 / 3)
+    assert "BubbleSort" in hr.feedback and "postcondition" in hr.feedback and len(hr.feedback) <= 800
+
+
+def test_a_program_that_needs_no_hints_verifies_as_is(
+    dafny_evaluator: DafnyEvaluator, dafny_tasks: list[Task]
+) -> None:
+    task = by_file(dafny_tasks, "Clover_abs")
+    assert task.meta["hints_identical"]
+    assert dafny_evaluator.check(AgentState(task), Action(task.meta["program"])).solved
+
+
+def test_refusals_and_parse_errors(dafny_evaluator: DafnyEvaluator, dafny_tasks: list[Task]) -> None:
+    task = by_file(dafny_tasks, "Clover_array_append")
+    state = AgentState(task)
+    calls_before = dafny_evaluator.calls
+    cheat = task.reference.replace("    invariant 0 <= i <= a.Length\n", "    assume false;\n")
+    refused = dafny_evaluator.check(state, Action(cheat))
+    assert (
+        refused.status == "error"
+        and "forbidden" in refused.reason
+        and dafny_evaluator.calls == calls_before + 1
+    )
+    broken = task.reference.replace("invariant 0 <= i <= a.Length", "invariant 0 <= i <=")
+    parse = dafny_evaluator.check(state, Action(broken))
+    assert parse.status == "error" and parse.score == 0.0 and "parse" in parse.feedback
+
+
+def test_base_agent_over_dafny_tasks(dafny_evaluator: DafnyEvaluator, dafny_tasks: list[Task]) -> None:
+    simulated = pytest.importorskip("cm_gym.llm.simulated")
+    agent = BaseAgent(simulated.SimulatedLLM(seed=3), DafnyDomain(), dafny_evaluator)
+    for name in ("Clover_array_append", "Clover_abs"):
+        decision = agent.decide(AgentState(by_file(dafny_tasks, name)))
+        assert 0.0 <= decision.outcome.score <= 1.0 and decision.outcome.status in ("ok", "error")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)  # ~900 Dafny runs (445 files x 2) on 2 cores: minutes, not seconds
+def test_every_ground_truth_verifies_and_hints_removed_as_upstream(
+    dafny_evaluator: DafnyEvaluator, dafny_tasks: list[Task]
+) -> None:
+    """Upstream selected these files with ``/timeLimit:30``; a few sit right at that limit and time
+    out on a busy machine (reproducible with plain `dafny`, outside the sandbox). So: no ground
+    truth may fail with a verification *error*, and at least 95% must verify in full."""
+
+    def run(task: Task) -> tuple[Task, Outcome, Outcome]:
+        state = AgentState(task)
+        return (
+            task,
+            dafny_evaluator.check(state, Action(task.reference)),
+            dafny_evaluator.check(state, Action(task.meta["program"])),
+        )
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(run, dafny_tasks))
+    errors = [
+        (t.meta["file"], gt.feedback)
+        for t, gt, _ in results
+        if not gt.solved and not (gt.status == "timeout" or gt.details.get("timed_out"))
+    ]
+    assert not errors, errors
+    verified = sum(gt.solved for _, gt, _ in results)
+    assert verified >= 0.95 * len(results), verified
+    # identical pairs (upstream: no hints needed) verify without annotations, time-outs aside
+    for t, gt, hr in results:
+        if t.meta["hints_identical"] and gt.solved:
+            assert hr.solved or hr.status == "timeout" or hr.details.get("timed_out"), t.meta["file"]
