@@ -10,6 +10,7 @@ module.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -23,6 +24,13 @@ from cm_gym.types import Evaluator, Task
 #: A condition predicate: ``fn(task, args) -> bool``. Must be decidable without an LLM and must
 #: not read ``task.reference``. Registered per domain under a kind name, e.g. ``"sql_mentions_inclusive"``.
 PredicateFn = Callable[[Task, tuple[str, ...]], bool]
+
+
+def described(fn: PredicateFn, text: str) -> PredicateFn:
+    """Attach the one-line description that the DISTIL_RECORD prompt lists for a predicate kind."""
+    wrapped = functools.partial(fn)
+    wrapped.__doc__ = text  # type: ignore[attr-defined]
+    return wrapped
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,11 @@ raised on ``uuf50-218`` is not carried to a family with a smaller allowance.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from cm_gym.domains.base import Distillation, PredicateFn
+from cm_gym.domains.base import Distillation, PredicateFn, described
 from cm_gym.domains.sat.edits import config_values, contrast_parts, is_config
 from cm_gym.types import Task
 
@@ -77,33 +76,26 @@ def _budget_at_least(task: Task, args: tuple[str, ...]) -> bool:
     return have is not None and need is not None and have >= need
 
 
-def _doc(fn: PredicateFn, text: str) -> PredicateFn:
-    """Attach the one-line description the DISTIL_RECORD prompt lists for a predicate kind."""
-    wrapped = functools.partial(fn)
-    wrapped.__doc__ = text  # type: ignore[attr-defined]
-    return wrapped
-
-
 PREDICATES: dict[str, PredicateFn] = {
-    "sat_kind_is": _doc(_kind_is, '("encoding"|"solver") - the SAT task kind'),
-    "sat_family_is": _doc(
+    "sat_kind_is": described(_kind_is, '("encoding"|"solver") - the SAT task kind'),
+    "sat_family_is": described(
         _family_is, "(family, ...) - problem family or SATLIB family, e.g. pigeonhole, uuf50-218"
     ),
-    "sat_clause_var_ratio_above": _doc(
+    "sat_clause_var_ratio_above": described(
         _above("clause_var_ratio"), "(x) - CNF clause/variable ratio is above x"
     ),
-    "sat_vars_above": _doc(_above("n_vars"), "(n) - more than n variables"),
-    "sat_density_above": _doc(_above("density"), "(x) - graph edge density is above x"),
-    "sat_colors_above": _doc(_above("n_colors"), "(n) - more than n colours"),
-    "sat_colors_per_vertex": _doc(_colors_per_vertex, "(m) - each vertex takes exactly m colours"),
-    "sat_room_exceeded": _doc(
+    "sat_vars_above": described(_above("n_vars"), "(n) - more than n variables"),
+    "sat_density_above": described(_above("density"), "(x) - graph edge density is above x"),
+    "sat_colors_above": described(_above("n_colors"), "(n) - more than n colours"),
+    "sat_colors_per_vertex": described(_colors_per_vertex, "(m) - each vertex takes exactly m colours"),
+    "sat_room_exceeded": described(
         _flag("more_items_than_room"), "(true|false) - more pigeons than hole capacity"
     ),
-    "sat_capacity_at_most": _doc(_at_most("capacity"), "(n) - hole / slot capacity is at most n"),
-    "sat_strict_precedence": _doc(_flag("strict"), "(true|false) - precedence is strict (earlier slot)"),
-    "sat_queens_fill_board": _doc(_queens_fill_board, "(true|false) - one queen per row of the board"),
-    "sat_budget_at_least": _doc(_budget_at_least, "(n) - the conflict allowance is at least n"),
-    "sat_budget_at_most": _doc(_at_most("max_budget"), "(n) - the conflict allowance is at most n"),
+    "sat_capacity_at_most": described(_at_most("capacity"), "(n) - hole / slot capacity is at most n"),
+    "sat_strict_precedence": described(_flag("strict"), "(true|false) - precedence is strict (earlier slot)"),
+    "sat_queens_fill_board": described(_queens_fill_board, "(true|false) - one queen per row of the board"),
+    "sat_budget_at_least": described(_budget_at_least, "(n) - the conflict allowance is at least n"),
+    "sat_budget_at_most": described(_at_most("max_budget"), "(n) - the conflict allowance is at most n"),
 }
 
 

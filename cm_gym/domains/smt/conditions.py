@@ -8,12 +8,11 @@ applied to QF_LIA, and a ``>`` → ``>=`` fix is tied to the inclusive wording i
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from cm_gym.domains.base import Distillation, PredicateFn
+from cm_gym.domains.base import Distillation, PredicateFn, described
 from cm_gym.domains.smt.edits import config_values, contrast_parts, is_config
 from cm_gym.types import Task
 
@@ -66,26 +65,21 @@ def _rlimit_at_least(task: Task, args: tuple[str, ...]) -> bool:
     return have is not None and need is not None and have >= need
 
 
-def _doc(fn: PredicateFn, text: str) -> PredicateFn:
-    """Attach the one-line description the DISTIL_RECORD prompt lists for a predicate kind."""
-    wrapped = functools.partial(fn)
-    wrapped.__doc__ = text  # type: ignore[attr-defined]
-    return wrapped
-
-
 PREDICATES: dict[str, PredicateFn] = {
-    "smt_kind_is": _doc(_kind_is, '("encoding"|"solver") - the SMT task kind'),
-    "smt_family_is": _doc(_family_is, "(family, ...) - generated problem family or SMT-LIB logic"),
-    "smt_logic_is": _doc(_logic_is, "(logic, ...) - the SMT-LIB logic, e.g. QF_BV"),
-    "smt_has_nonlinear": _doc(_flag("has_nonlinear"), "(true|false) - the formula has non-linear terms"),
-    "smt_uses_bitvectors": _doc(_flag("uses_bitvectors"), "(true|false) - the problem uses bit-vectors"),
-    "smt_whole_numbers": _doc(_flag("whole_numbers"), "(true|false) - some quantities are whole numbers"),
-    "smt_real_numbers": _doc(_flag("real_numbers"), "(true|false) - some quantities are real-valued"),
-    "smt_has_distinct": _doc(_flag("has_distinct"), "(true|false) - values must be pairwise different"),
-    "smt_signed_compare": _doc(_flag("signed_compare"), "(true|false) - a signed bit-vector comparison"),
-    "smt_bit_width_is": _doc(_bit_width_is, "(w) - registers are w bits wide"),
-    "smt_asserts_above": _doc(_asserts_above, "(n) - more than n assertions / constraints"),
-    "smt_rlimit_at_least": _doc(_rlimit_at_least, "(n) - the rlimit allowance is at least n"),
+    "smt_kind_is": described(_kind_is, '("encoding"|"solver") - the SMT task kind'),
+    "smt_family_is": described(_family_is, "(family, ...) - generated problem family or SMT-LIB logic"),
+    "smt_logic_is": described(_logic_is, "(logic, ...) - the SMT-LIB logic, e.g. QF_BV"),
+    "smt_has_nonlinear": described(_flag("has_nonlinear"), "(true|false) - the formula has non-linear terms"),
+    "smt_uses_bitvectors": described(_flag("uses_bitvectors"), "(true|false) - the problem uses bit-vectors"),
+    "smt_whole_numbers": described(
+        _flag("whole_numbers"), "(true|false) - some quantities are whole numbers"
+    ),
+    "smt_real_numbers": described(_flag("real_numbers"), "(true|false) - some quantities are real-valued"),
+    "smt_has_distinct": described(_flag("has_distinct"), "(true|false) - values must be pairwise different"),
+    "smt_signed_compare": described(_flag("signed_compare"), "(true|false) - a signed bit-vector comparison"),
+    "smt_bit_width_is": described(_bit_width_is, "(w) - registers are w bits wide"),
+    "smt_asserts_above": described(_asserts_above, "(n) - more than n assertions / constraints"),
+    "smt_rlimit_at_least": described(_rlimit_at_least, "(n) - the rlimit allowance is at least n"),
 }
 
 
