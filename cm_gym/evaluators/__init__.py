@@ -1,6 +1,8 @@
 """Shared world-model utilities for domains: a sandbox for untrusted code and external tools
-(`Sandbox`, `Limits`, `SandboxResult`), and a Python test-suite runner built on it (`run_suite`,
-`TestSuite`, `Case`). See `sandbox.py` for what is and is not isolated."""
+(`Sandbox`, `Limits`, `SandboxResult`), a Python test-suite runner built on it (`run_suite`,
+`TestSuite`, `Case`), and a killable, reusable worker process for in-process engines that cannot
+interrupt themselves (`Worker`, `WorkerResult`). See `sandbox.py` for what is and is not
+isolated and `worker.py` for the worker's contract."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from cm_gym.evaluators.sandbox import (
     probe_isolation,
 )
 from cm_gym.evaluators.testrun import Case, SuiteRun, TestResult, TestSuite, run_suite
+from cm_gym.evaluators.worker import Worker, WorkerError, WorkerResult
 
 __all__ = [
     "Case",
@@ -24,6 +27,9 @@ __all__ = [
     "TestResult",
     "TestSuite",
     "ToolNotFoundError",
+    "Worker",
+    "WorkerError",
+    "WorkerResult",
     "probe_isolation",
     "run_suite",
 ]
