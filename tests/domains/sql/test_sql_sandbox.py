@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cm_gym.domains.sql.evaluator import SQLEvaluator, _Sandbox
+from cm_gym.domains.sql._engine import Box
+from cm_gym.domains.sql.evaluator import SQLEvaluator
 from cm_gym.types import Action, AgentState, Task
 
 TaskFactory = Callable[..., Task]
@@ -66,7 +67,7 @@ def test_write_statements_are_refused_not_errors(make_task: TaskFactory) -> None
 
 
 def test_authorizer_denies_writes_even_past_the_keyword_gate(tiny_db: Path) -> None:
-    box = _Sandbox(str(tiny_db), immutable=False, progress_steps=1000)
+    box = Box(str(tiny_db), immutable=False, progress_steps=1000)
     try:
         for sql in (
             "ATTACH DATABASE ':memory:' AS m",

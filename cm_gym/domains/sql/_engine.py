@@ -1,0 +1,201 @@
+"""The SQLite side of the SQL world model: one sandboxed read-only connection per database and the
+execution of one query on it. Light imports only, so that the same code runs in the evaluator's
+process (bounded queries) and in its killable worker process (everything else), where it is
+imported without the package's ``__init__`` (see `cm_gym.evaluators.worker`).
+
+Sandbox, in layers: the file is opened read-only (``mode=ro``; ``immutable=1`` for files that
+are not ours); an authorizer allows only reads, SELECTs, recursive CTEs and functions that touch
+no files; a progress handler stops the query once its time budget is spent; SQLite's length
+limit caps every value at 1 MB and the LIKE pattern length at 1,000; at most `row_cap` rows are
+fetched and their text/blob bytes are counted against `max_bytes`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from cm_gym.domains.sql.schema import ro_uri
+
+ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, 33}  # 33: RECURSIVE
+DENIED_FUNCTIONS = {
+    "load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "sqlite_dbpage",
+    "zipfile", "sqlar_compress", "sqlar_uncompress",
+}  # fmt: skip
+ACTION_NAMES = {
+    getattr(sqlite3, "SQLITE_" + n, -1): n
+    for n in (
+        "CREATE_INDEX", "CREATE_TABLE", "CREATE_TEMP_INDEX", "CREATE_TEMP_TABLE",
+        "CREATE_TEMP_TRIGGER", "CREATE_TEMP_VIEW", "CREATE_TRIGGER", "CREATE_VIEW", "DELETE",
+        "DROP_INDEX", "DROP_TABLE", "DROP_TEMP_INDEX", "DROP_TEMP_TABLE", "DROP_TEMP_TRIGGER",
+        "DROP_TEMP_VIEW", "DROP_TRIGGER", "DROP_VIEW", "INSERT", "PRAGMA", "TRANSACTION",
+        "UPDATE", "ATTACH", "DETACH", "ALTER_TABLE", "REINDEX", "ANALYZE", "CREATE_VTABLE",
+        "DROP_VTABLE", "SAVEPOINT", "COPY",
+    )
+}  # fmt: skip
+MAX_QUERY_CHARS = 20_000
+MAX_VALUE_BYTES = 1_000_000
+MAX_LIKE_PATTERN = 1_000
+CHUNK_ROWS = 512
+ROW_OVERHEAD = 64  # bytes counted per fetched value on top of its text/blob length
+
+Rows = list[tuple[Any, ...]]
+
+
+class Box:
+    """One read-only connection with the authorizer, limits and a resettable time budget."""
+
+    def __init__(self, path: str, immutable: bool, progress_steps: int) -> None:
+        self.deadline = float("inf")
+        self.denied = ""
+        self.conn = sqlite3.connect(ro_uri(path, immutable=immutable), uri=True, check_same_thread=False)
+        self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        for limit, value in (
+            ("SQLITE_LIMIT_ATTACHED", 0),
+            ("SQLITE_LIMIT_LENGTH", MAX_VALUE_BYTES),
+            ("SQLITE_LIMIT_SQL_LENGTH", MAX_QUERY_CHARS * 4),
+            ("SQLITE_LIMIT_LIKE_PATTERN_LENGTH", MAX_LIKE_PATTERN),
+        ):
+            if hasattr(sqlite3, limit) and hasattr(self.conn, "setlimit"):
+                self.conn.setlimit(getattr(sqlite3, limit), value)
+        self.conn.set_authorizer(self._authorize)
+        self.conn.set_progress_handler(self._progress, progress_steps)
+
+    def _authorize(
+        self, action: int, arg1: str | None, arg2: str | None, db: str | None, src: str | None
+    ) -> int:
+        if action in ALLOWED:
+            if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
+                self.denied = f"function {arg2}() is not allowed"
+                return sqlite3.SQLITE_DENY
+            return sqlite3.SQLITE_OK
+        name = ACTION_NAMES.get(action, str(action))
+        self.denied = f"{name}{' on ' + arg1 if arg1 else ''} is not allowed (read-only sandbox)"
+        return sqlite3.SQLITE_DENY
+
+    def _progress(self) -> int:
+        return 1 if time.perf_counter() > self.deadline else 0
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class Engine:
+    """The connections of one process, by (database, immutable, progress steps)."""
+
+    def __init__(self) -> None:
+        self.boxes: dict[tuple[str, bool, int], Box] = {}
+
+    def close(self) -> None:
+        for box in self.boxes.values():
+            box.close()
+        self.boxes.clear()
+
+    def box(self, path: str, immutable: bool, progress_steps: int) -> tuple[Box | None, str]:
+        key = (path, immutable, progress_steps)
+        box = self.boxes.get(key)
+        if box is None:
+            if not Path(path).is_file():
+                return None, f"database file not found: {path}"
+            try:
+                box = Box(path, immutable, progress_steps)
+            except sqlite3.DatabaseError as err:
+                return None, f"cannot open database {path}: {err}"
+            self.boxes[key] = box
+        return box, ""
+
+    def run(
+        self,
+        path: str,
+        sql: str,
+        immutable: bool,
+        budget_s: float,
+        row_cap: int,
+        max_bytes: int,
+        progress_steps: int,
+    ) -> tuple[Rows | None, int, str, str]:
+        """(rows, column count, status, reason) of one vetted query; status "ok" when it ran,
+        else "error", "refused", "timeout" or "budget". Retries once with lenient decoding."""
+        box, why = self.box(path, immutable, progress_steps)
+        if box is None:
+            return None, 0, "error", why
+        for _ in range(2):
+            out = _execute(box, sql, budget_s, row_cap, max_bytes)
+            if out[2] != "retry":
+                return out
+        return None, 0, "error", "undecodable text in the database"
+
+
+def _execute(
+    box: Box, sql: str, budget_s: float, row_cap: int, max_bytes: int
+) -> tuple[Rows | None, int, str, str]:
+    box.denied = ""
+    box.deadline = time.perf_counter() + budget_s
+    try:
+        cursor = box.conn.execute(sql)
+        ncols = len(cursor.description) if cursor.description else 0
+        rows: Rows = []
+        size = 0
+        while len(rows) <= row_cap:
+            chunk = cursor.fetchmany(min(CHUNK_ROWS, row_cap + 1 - len(rows)))
+            if not chunk:
+                break
+            rows.extend(chunk)
+            size += ROW_OVERHEAD * ncols * len(chunk)
+            for row in chunk:
+                for v in row:
+                    if v.__class__ is str or v.__class__ is bytes:
+                        size += len(v)
+            if size > max_bytes:
+                return None, 0, "budget", f"the result is larger than {max_bytes >> 20} MB"
+    except sqlite3.OperationalError as err:
+        return (None, 0, *_classify(box, err, budget_s))
+    except (sqlite3.ProgrammingError, sqlite3.Warning) as err:
+        msg = str(err)
+        if "one statement" in msg:
+            return None, 0, "error", "several statements: submit exactly one SQL query"
+        return None, 0, "error", f"SQL error: {msg}"
+    except sqlite3.DatabaseError as err:
+        if box.denied:
+            return None, 0, "refused", box.denied
+        return None, 0, "error", f"SQL error: {err}"
+    except MemoryError:
+        return None, 0, "budget", "the query ran out of memory"
+    except (UnicodeError, ValueError, OverflowError) as err:
+        return None, 0, "error", f"invalid query text: {err}"
+    if len(rows) > row_cap:
+        return None, 0, "budget", f"the result has more than {row_cap} rows (row cap)"
+    return rows, ncols, "ok", ""
+
+
+def _classify(box: Box, err: sqlite3.OperationalError, budget_s: float) -> tuple[str, str]:
+    msg = str(err)
+    if box.denied or "not authorized" in msg:
+        return "refused", box.denied or msg
+    if "interrupted" in msg:
+        return "timeout", f"the query ran longer than its {budget_s:g} s budget"
+    if "out of memory" in msg:
+        return "budget", "the query ran out of memory"
+    if "decode" in msg and box.conn.text_factory is str:
+        box.conn.text_factory = _lenient
+        return "retry", msg
+    if "readonly" in msg:
+        return "refused", "the database is read-only"
+    return "error", f"SQL error: {msg}"
+
+
+def _lenient(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+# -- the worker's entry point (module state: one engine per worker process) -------------------
+_ENGINE = Engine()
+
+
+def run_query(
+    path: str, sql: str, immutable: bool, budget_s: float, row_cap: int, max_bytes: int, progress_steps: int
+) -> tuple[Rows | None, int, str, str]:
+    """`Engine.run` on this process's connections (called by name in the worker)."""
+    return _ENGINE.run(path, sql, immutable, budget_s, row_cap, max_bytes, progress_steps)

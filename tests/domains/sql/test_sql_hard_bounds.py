@@ -1,0 +1,141 @@
+"""Issue 14, SQL: the time budget and memory are hard bounds. Vetting is linear (no backtracking
+regexes), calls SQLite cannot interrupt run in a killable worker, memory blow-ups stop at the cap,
+and the tokenizer agrees with SQLite's own about strings, identifiers and comments (fuzzed)."""
+
+from __future__ import annotations
+
+import resource
+import sqlite3
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cm_gym.domains.sql.evaluator import SQLEvaluator
+from cm_gym.domains.sql.vetting import mask, vet
+from cm_gym.types import Action, AgentState, Task
+
+TaskFactory = Callable[..., Task]
+
+#: inputs that made the old statement regexes backtrack exponentially (each ~100 characters)
+BACKTRACKING = [
+    "/**/" * 40 + "x",
+    "/**/" * 40 + "drop",
+    "--\n" * 30 + "/**/" * 30 + "valuez",
+    " /**/" * 35 + ";",
+]
+#: one SQLite call the progress handler cannot interrupt (4-9 s inside one instr)
+UNINTERRUPTIBLE = [
+    "SELECT instr(printf('%.*c',999999,'a'), printf('%.*c',99999,'a')||'b')",
+    "SELECT instr(hex(zeroblob(499999)), printf('%.*c',60000,'0')||'1')",
+]
+#: memory that grows without the progress handler noticing (~1 GB on the old evaluator)
+MEMORY = [
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 9000) SELECT zeroblob(900000) FROM r",
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 9000) "
+    "SELECT printf('%.*c', 900000, 'x') FROM r",
+]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("sql", BACKTRACKING)
+def test_vetting_is_linear_on_backtracking_inputs(make_task: TaskFactory, sql: str) -> None:
+    outcome = SQLEvaluator().check(AgentState(make_task("SELECT name FROM people")), Action(sql))
+    assert outcome.status in ("error", "refused") and outcome.score == 0.0
+    big = vet("SELECT " + "/**/" * 5000 + "a" * 20000 + "(")  # 40 KB: still instant
+    assert big.status == "ok" and not big.bounded
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("sql", UNINTERRUPTIBLE)
+def test_uninterruptible_call_is_killed_at_the_deadline(make_task: TaskFactory, sql: str) -> None:
+    evaluator = SQLEvaluator(budget_s=0.5)
+    state = AgentState(make_task("SELECT name FROM people"))
+    outcome = evaluator.check(state, Action(sql))
+    assert outcome.status == "timeout" and "killed" in outcome.reason
+    assert not vet(sql).bounded
+    assert evaluator.check(state, Action("SELECT name FROM people")).solved
+    evaluator.close()
+
+
+@pytest.mark.parametrize("sql", MEMORY)
+def test_memory_blow_up_stops_at_the_cap_outside_this_process(make_task: TaskFactory, sql: str) -> None:
+    evaluator = SQLEvaluator()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    outcome = evaluator.check(AgentState(make_task("SELECT name FROM people")), Action(sql))
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert outcome.status == "budget" and outcome.score == 0.0
+    assert grown_mb < 150
+    evaluator.close()
+
+
+def test_bounded_queries_stay_in_process_and_the_rest_agree_in_the_worker(make_task: TaskFactory) -> None:
+    state = AgentState(make_task("SELECT name FROM people WHERE name LIKE '%e%'"))
+    auto, worker = SQLEvaluator(), SQLEvaluator(isolation="worker")
+    for sql in (
+        "SELECT name FROM people WHERE name LIKE '%e%'",
+        "SELECT name FROM people WHERE instr(name, 'e') > 0",
+        "SELECT name FROM people WHERE name LIKE '%' || 'e' || '%'",
+        "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 5) SELECT count(*) FROM r",
+        "SELECT name FROM people; DROP TABLE people",
+        "DROP TABLE people",
+    ):
+        a, w = auto.check(state, Action(sql)), worker.check(state, Action(sql))
+        assert (a.status, a.score, a.reason) == (w.status, w.score, w.reason), sql
+    assert auto._worker is not None and worker._worker is not None
+    assert vet("SELECT count(*), max(age) FROM people WHERE city LIKE 'O%' GROUP BY city").bounded
+    auto.close()
+    worker.close()
+
+
+def test_bad_isolation_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="isolation"):
+        SQLEvaluator(isolation="sometimes")
+
+
+# -- fuzzing ------------------------------------------------------------------------------------
+FRAGMENTS = ["SELECT", " ", "'", '"', "`", "[", "]", "--", "\n", "/*", "*/", ";", "(", ")", "a", "1",
+             "''", "x'", "like", "||", "drop", "with", ",", "*", "/", "-"]  # fmt: skip
+soup = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
+FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FUZZ
+@given(soup)
+def test_masking_agrees_with_sqlite_on_literals_and_comments(text: str) -> None:
+    """A final ";" ends the statement for SQLite iff our tokenizer sees it outside every string,
+    identifier and comment."""
+    ours = mask(text + ";").rstrip().endswith(";")
+    assert ours == sqlite3.complete_statement(text + ";")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(soup, st.text(max_size=100)))
+def test_vetting_is_total(text: str) -> None:
+    v = vet(text)
+    assert v.status in ("ok", "refused", "error")
+    assert (v.status == "ok") or v.reason
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.sampled_from(["name", "city", "age", "upper(name)", "instr(name, 'o')", "replace(city, 'O', 'o')"]),
+    st.sampled_from(["", " WHERE age > 18", " WHERE name LIKE '%e%'", " WHERE city LIKE name || '%'"]),
+)
+def test_in_process_and_worker_paths_give_the_same_outcome(
+    make_task: TaskFactory, both: dict[str, SQLEvaluator], col: str, where: str
+) -> None:
+    sql = f"SELECT {col} FROM people{where}"
+    state = AgentState(make_task("SELECT name FROM people WHERE age > 18"))
+    a = both["auto"].check(state, Action(sql))
+    w = both["worker"].check(state, Action(sql))
+    assert (a.status, a.score, a.solved) == (w.status, w.score, w.solved)
+
+
+@pytest.fixture(scope="module")
+def both() -> dict[str, SQLEvaluator]:
+    pair = {"auto": SQLEvaluator(), "worker": SQLEvaluator(isolation="worker")}
+    yield pair
+    for evaluator in pair.values():
+        evaluator.close()
