@@ -34,9 +34,14 @@ def data_root() -> Path:
     )
 
 
+def cache_root() -> Path:
+    """The cache root ($CM_GYM_CACHE, default ~/.cache/cm_gym), not created: read-only use of an
+    existing cache must work in a folder nobody may write to."""
+    return Path(os.environ.get("CM_GYM_CACHE", Path.home() / ".cache" / "cm_gym")).expanduser()
+
+
 def cache_dir(*parts: str) -> Path:
     """A writable cache folder ($CM_GYM_CACHE, default ~/.cache/cm_gym), created on demand."""
-    root = Path(os.environ.get("CM_GYM_CACHE", Path.home() / ".cache" / "cm_gym")).expanduser()
-    path = root.joinpath(*parts)
+    path = cache_root().joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path

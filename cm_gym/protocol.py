@@ -49,6 +49,9 @@ class ProtocolConfig:
     agent: str = "react"
     llm: str = "simulated"
     llm_seed: int = 0
+    llm_cache: Path | None = None  # None: the default file under $CM_GYM_CACHE (real LLMs only)
+    llm_cache_mode: str = "rw"  # rw | ro (replay only: a miss is an error) | off
+    concurrency: int = 8  # LLM calls in flight at most where calls are independent (real LLMs)
     split_seed: int = 12345
     max_decisions: int = 3
     k: int = 3
@@ -69,6 +72,8 @@ class ProtocolConfig:
         return {
             "benchmark": self.benchmark,
             "llm": self.llm,
+            "llm_cache": self.llm_cache,
+            "llm_cache_mode": self.llm_cache_mode,
             "llm_seed": self.llm_seed,
             "agent": self.agent,
             "max_decisions": self.max_decisions,
@@ -123,11 +128,35 @@ def check_snapshot(snapshot: Any, prepared: Prepared) -> None:
         raise SplitOverlapError(f"store {snapshot.path} was built on evaluation tasks: {ids}")
 
 
+def make_protocol_llm(cfg: ProtocolConfig, prepared: Prepared) -> Any:
+    """The one LLM of a run (build, training, evaluation), behind the response cache: a real
+    endpoint always (`cfg.llm_cache` or the default file; "ro" replays only), the simulator only
+    when `cfg.llm_cache` is given."""
+    from cm_gym.llm.factory import make_llm
+
+    return make_llm(
+        cfg.llm,
+        seed=cfg.llm_seed,
+        task_lookup=prepared.tasks.get,
+        cache_path=cfg.llm_cache,
+        cache_mode=cfg.llm_cache_mode,
+        concurrency=cfg.concurrency,
+    )
+
+
+def llm_stats(llm: Any) -> dict[str, Any]:
+    """Live vs cached LLM calls of a run (empty for an uncached LLM)."""
+    stats = getattr(llm, "stats", None)
+    return dict(stats()) if callable(stats) else {}
+
+
 def build_snapshot(
-    cfg: ProtocolConfig, prepared: Prepared, progress: Callable[[int, int], None] | None = None
+    cfg: ProtocolConfig,
+    prepared: Prepared,
+    progress: Callable[[int, int], None] | None = None,
+    llm: Any = None,
 ) -> Path:
     """Construct memory on T_build (Algorithm 1, lines 3–14) and freeze it into a snapshot."""
-    from cm_gym.llm.factory import make_llm
     from cm_gym.memory.construction import ConstructionConfig, build_memory
     from cm_gym.memory.store import RecordStore
 
@@ -136,7 +165,7 @@ def build_snapshot(
     mem_dir.mkdir(parents=True, exist_ok=True)
     store_path, snapshot_path = mem_dir / "store.sqlite", mem_dir / "snapshot.sqlite"
     build_tasks = [prepared.tasks[i] for i in prepared.split.build]
-    llm = make_llm(cfg.llm, seed=cfg.llm_seed, task_lookup=prepared.tasks.get)
+    llm = llm if llm is not None else make_protocol_llm(cfg, prepared)
     with RecordStore(store_path, domain=domain.name, benchmark=prepared.spec.name) as store:
         summary = build_memory(
             domain,
@@ -165,15 +194,22 @@ def load_snapshot(path: Path, prepared: Prepared) -> Any:
     return snapshot
 
 
-def make_env(cfg: ProtocolConfig, snapshot: Any, task_ids: Sequence[str], **overrides: Any) -> Any:
-    """A selector env over the given task ids, reading the frozen snapshot."""
+def make_env(
+    cfg: ProtocolConfig, snapshot: Any, task_ids: Sequence[str], llm: Any = None, **overrides: Any
+) -> Any:
+    """A selector env over the given task ids, reading the frozen snapshot (with the run's shared
+    `llm` when given, else one built from `cfg`)."""
     from cm_gym.envs.selection import MemorySelectionEnv
 
     kwargs = {**cfg.env_config(), **overrides}
+    if llm is not None:
+        kwargs.update(llm=llm, llm_cache=None)
     return MemorySelectionEnv(store=snapshot, tasks=list(task_ids), **kwargs)
 
 
-def train_selector(cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, seed: int) -> dict[str, Any]:
+def train_selector(
+    cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, seed: int, llm: Any = None
+) -> dict[str, Any]:
     """Train the masked DQN for `total_decisions` on T_train \\ validation; keep the checkpoint
     with the best mean validation return. Returns the training record (paths, history)."""
     import torch
@@ -184,8 +220,8 @@ def train_selector(cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, seed:
     torch.set_num_threads(1)  # a (64, 64) MLP is ~10x slower with several threads on a small box
     val = prepared.split.validation
     train_ids = [t for t in prepared.split.train if t not in set(val)] or list(prepared.split.train)
-    env = make_env(cfg, snapshot, train_ids, task_order="random")
-    val_env = make_env(cfg, snapshot, val)
+    env = make_env(cfg, snapshot, train_ids, llm, task_order="random")
+    val_env = make_env(cfg, snapshot, val, llm)
     seed_dir = Path(cfg.out_dir) / "selector" / f"seed{seed}"
     tb = str(Path(cfg.out_dir) / "tensorboard") if cfg.tensorboard else None
     model = MaskedDQN("MlpPolicy", env, seed=seed, tensorboard_log=tb, verbose=0)
@@ -230,7 +266,7 @@ def make_policy(name: str, env: Any, seed: int, checkpoint: str | None = None) -
 
 
 def evaluate_policies(
-    cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, checkpoints: dict[int, str]
+    cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, checkpoints: dict[int, str], llm: Any = None
 ) -> dict[str, Any]:
     """Evaluate every policy on T_eval with store and policy frozen. Deterministic policies are
     run once and shared across seeds; random and CF Memory run once per seed."""
@@ -239,7 +275,7 @@ def evaluate_policies(
 
     # score_drafts: when memory changed the action, also check the memory-free draft on a fork
     # (never charged to any counter) so "worse than the draft" can be reported beside harmful use.
-    env = make_env(cfg, snapshot, prepared.split.eval, task_order="sequential", score_drafts=True)
+    env = make_env(cfg, snapshot, prepared.split.eval, llm, task_order="sequential", score_drafts=True)
     results: dict[str, Any] = {}
     episodes_of: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for name in cfg.policies:
@@ -275,10 +311,11 @@ def run_protocol(
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     prepared = prepare(cfg)
+    llm = make_protocol_llm(cfg, prepared)
     t0 = time.perf_counter()
     if cfg.store is None:
         snapshot_path = build_snapshot(
-            cfg, prepared, progress=(lambda i, n: progress("build", i, n)) if progress else None
+            cfg, prepared, progress=(lambda i, n: progress("build", i, n)) if progress else None, llm=llm
         )
     else:
         snapshot_path = Path(cfg.store)
@@ -290,7 +327,7 @@ def run_protocol(
         for i, seed in enumerate(cfg.seeds):
             if progress:
                 progress("train", i, len(cfg.seeds))
-            record = train_selector(cfg, snapshot, prepared, seed)
+            record = train_selector(cfg, snapshot, prepared, seed, llm)
             training.append(record)
             checkpoints[seed] = record["best_checkpoint"]
             if progress:
@@ -299,7 +336,7 @@ def run_protocol(
     if progress:
         progress("evaluate", 0, 1)
     t1 = time.perf_counter()
-    policies = evaluate_policies(cfg, snapshot, prepared, checkpoints)
+    policies = evaluate_policies(cfg, snapshot, prepared, checkpoints, llm)
     timings["evaluate_seconds"] = time.perf_counter() - t1
     if progress:
         progress("evaluate", 1, 1)
@@ -314,6 +351,7 @@ def run_protocol(
         "training": training,
         "policies": policies,
         "timings": timings,
+        "llm": llm_stats(llm),
     }
     (out / "results.json").write_text(json.dumps(_jsonable(results), indent=2))
     return results
@@ -323,9 +361,10 @@ def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | N
     """Build (or reuse) and freeze memory, then train one selector per seed; writes
     ``training.json`` (snapshot path, best checkpoint per seed) into `cfg.out_dir`."""
     prepared = prepare(cfg)
+    llm = make_protocol_llm(cfg, prepared)
     if cfg.store is None:
         snapshot_path = build_snapshot(
-            cfg, prepared, progress=(lambda i, n: progress("build", i, n)) if progress else None
+            cfg, prepared, progress=(lambda i, n: progress("build", i, n)) if progress else None, llm=llm
         )
     else:
         snapshot_path = Path(cfg.store)
@@ -334,10 +373,15 @@ def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | N
     for i, seed in enumerate(cfg.seeds):
         if progress:
             progress("train", i, len(cfg.seeds))
-        training.append(train_selector(cfg, snapshot, prepared, seed))
+        training.append(train_selector(cfg, snapshot, prepared, seed, llm))
         if progress:
             progress("train", i + 1, len(cfg.seeds))
-    record = {"config": _jsonable(asdict(cfg)), "snapshot": str(snapshot_path), "training": training}
+    record = {
+        "config": _jsonable(asdict(cfg)),
+        "snapshot": str(snapshot_path),
+        "training": training,
+        "llm": llm_stats(llm),
+    }
     Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
     (Path(cfg.out_dir) / "training.json").write_text(json.dumps(_jsonable(record), indent=2))
     return record
@@ -358,12 +402,14 @@ def evaluate_all(cfg: ProtocolConfig, checkpoints: dict[int, str]) -> dict[str, 
 
         for path in checkpoints.values():
             MaskedDQN.load(path, env=None, device="cpu")  # raises on a different observation size
-    policies = evaluate_policies(cfg, snapshot, prepared, checkpoints)
+    llm = make_protocol_llm(cfg, prepared)
+    policies = evaluate_policies(cfg, snapshot, prepared, checkpoints, llm)
     results = {
         "config": _jsonable(asdict(cfg)),
         "split": {k: len(v) for k, v in asdict(prepared.split).items()},
         "snapshot": {"path": str(cfg.store), "records": len(snapshot.records), "manifest": snapshot.manifest},
         "policies": policies,
+        "llm": llm_stats(llm),
     }
     Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
     (Path(cfg.out_dir) / "results.json").write_text(json.dumps(_jsonable(results), indent=2))

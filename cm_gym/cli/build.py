@@ -33,7 +33,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split-seed", type=int, default=12345, help="seed of the build/train/eval split")
     p.add_argument("--limit", type=int, default=None, help="only the first N tasks of the split")
     p.add_argument("--llm", default="simulated", help="LLM spec: simulated | openai[:model]")
-    p.add_argument("--llm-cache", default=None, help="response cache file ('default' = user cache)")
+    p.add_argument(
+        "--llm-cache",
+        default=None,
+        help="response cache file (default: $CM_GYM_CACHE/llm/responses.sqlite for a real LLM; "
+        "the simulator is cached only when this is given)",
+    )
+    p.add_argument(
+        "--llm-cache-mode",
+        choices=("rw", "ro", "off"),
+        default="rw",
+        help="rw: replay and record; ro: replay only (a miss is an error, never a call); off: no cache",
+    )
+    p.add_argument("--concurrency", type=int, default=8, help="LLM calls in flight at most (real LLMs)")
     p.add_argument("--seed", type=int, default=0, help="LLM seed")
     p.add_argument("--agent", choices=("react", "reflexion"), default="react")
     p.add_argument("--max-decisions", type=int, default=3)
@@ -82,7 +94,14 @@ def run(args: argparse.Namespace) -> int:
         verification_budget=args.verification_budget,
         seed=args.seed,
     )
-    llm = make_llm(args.llm, seed=args.seed, cache_path=args.llm_cache, task_lookup=by_id.get)
+    llm = make_llm(
+        args.llm,
+        seed=args.seed,
+        cache_path=args.llm_cache,
+        cache_mode=args.llm_cache_mode,
+        concurrency=args.concurrency,
+        task_lookup=by_id.get,
+    )
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "func"}
     with RecordStore(args.out, domain=domain.name, benchmark=spec.name, capacity=args.capacity) as store:
         already = len(store.processed_task_ids & set(ids))

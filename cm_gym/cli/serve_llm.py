@@ -1,11 +1,15 @@
 """`cm-gym serve-llm`: serve the simulated LLM over an OpenAI-compatible HTTP API (loopback by
-default), so the `openai` client path can be tried and tested without a GPU."""
+default), so the `openai` client path can be tried and tested without a GPU — or, with
+``--llm openai``, a caching proxy in front of a real endpoint (every reply kept in the response
+cache, so several clients share one bill)."""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import threading
+from typing import Any
 
 from cm_gym.types import Task
 
@@ -27,8 +31,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="benchmark whose tasks the server can resolve by task id (repeatable; default: all registered)",
     )
-    p.add_argument("--seed", type=int, default=0, help="simulator seed")
+    p.add_argument("--seed", type=int, default=0, help="simulator seed (the sampling seed with --llm openai)")
     p.add_argument("--model-name", default="cm-gym-simulated", help="model id reported by /v1/models")
+    p.add_argument(
+        "--llm",
+        default="simulated",
+        help="backend: simulated (default) or openai[:model] (a caching proxy; OPENAI_BASE_URL etc.)",
+    )
+    p.add_argument("--llm-cache", default=None, help="response cache file (default for openai: user cache)")
+    p.add_argument("--llm-cache-mode", choices=("rw", "ro", "off"), default="rw", help="response cache mode")
+    p.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="artificial latency added to every completion (models a real model, for benchmarks)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=None, help="backend worker threads (default min(32, 4*CPUs))"
+    )
+    p.add_argument(
+        "--api-key",
+        default=os.environ.get("CM_GYM_SERVER_API_KEY"),
+        help="require 'Authorization: Bearer KEY' (default $CM_GYM_SERVER_API_KEY; none: open)",
+    )
     p.set_defaults(func=run)
 
 
@@ -54,23 +79,35 @@ class BenchmarkTaskLookup:
 
 def run(args: argparse.Namespace) -> int:
     from cm_gym.llm.errors import LLMError
+    from cm_gym.llm.factory import make_llm
     from cm_gym.llm.server import make_server
-    from cm_gym.llm.simulated import SimulatedLLM
     from cm_gym.registry import get_benchmark, list_benchmarks
 
     names = args.benchmark or [spec.name for spec in list_benchmarks()]
     for name in names:
         get_benchmark(name)  # fail fast on an unknown name
     lookup = BenchmarkTaskLookup(names)
-    llm = SimulatedLLM(seed=args.seed, task_lookup=lookup)
+    llm = make_llm(
+        args.llm,
+        seed=args.seed,
+        task_lookup=lookup,
+        cache_path=args.llm_cache,
+        cache_mode=args.llm_cache_mode,
+    )
+    options: dict[str, Any] = {"latency_s": args.latency_ms / 1000.0, "api_key": args.api_key}
+    if args.workers is not None:
+        options["workers"] = args.workers
     try:
-        server = make_server(llm, args.host, args.port, args.model_name)
+        server = make_server(llm, args.host, args.port, args.model_name, **options)
     except OSError as exc:
         raise LLMError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
-    print(
-        f"serving the simulated LLM (seed {args.seed}) at {server.base_url} for {', '.join(names) or 'no benchmarks'}"
+    what = (
+        f"the simulated LLM (seed {args.seed})" if args.llm == "simulated" else f"{args.llm} (cached proxy)"
     )
+    print(f"serving {what} at {server.base_url} for {', '.join(names) or 'no benchmarks'}")
     print(f"  export OPENAI_BASE_URL={server.base_url} CM_GYM_MODEL={args.model_name}")
+    if args.latency_ms:
+        print(f"  artificial latency {args.latency_ms:g} ms per completion")
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -166,19 +166,26 @@ def resolve_store(
     return store
 
 
-def resolve_llm(llm: LLM | str, seed: int, tasks: Sequence[Task]) -> LLM:
-    """An LLM instance, or a `make_llm` spec ("simulated", "openai", "openai:<model>")."""
-    if isinstance(llm, str):
-        from cm_gym.llm.factory import make_llm
+def resolve_llm(
+    llm: LLM | str,
+    seed: int,
+    tasks: Sequence[Task],
+    *,
+    cache: str | Path | None = None,
+    cache_mode: str = "rw",
+) -> LLM:
+    """An LLM instance, or a `make_llm` spec ("simulated", "openai", "openai:<model>"), behind the
+    response cache: always for a non-simulated spec (`cache` or the default file), and for an
+    instance or the simulator when `cache` is given (`cm_gym.llm.factory.make_llm`)."""
+    from cm_gym.llm.factory import make_llm, with_cache
 
+    if isinstance(llm, str):
         lookup = {t.task_id: t for t in tasks}
-        return (
-            make_llm(llm, seed=seed, task_lookup=lookup)
-            if llm.startswith("simulated")
-            else make_llm(llm, seed=seed)
-        )
+        if llm.startswith("simulated"):
+            return make_llm(llm, seed=seed, task_lookup=lookup, cache_path=cache, cache_mode=cache_mode)
+        return make_llm(llm, seed=seed, cache_path=cache, cache_mode=cache_mode)
     if not hasattr(llm, "complete"):
         raise EnvConfigError(
             f"llm must be an LLM (with .complete) or a spec string, got {type(llm).__name__}"
         )
-    return llm
+    return llm if cache is None else with_cache(llm, cache, cache_mode)

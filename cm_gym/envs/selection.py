@@ -86,6 +86,10 @@ class MemorySelectionEnv(gym.Env[np.ndarray, np.int64]):
     - ``tasks``: split name ("build", "train", "validation", "eval", "all"; default split, seed
       12345), a list of `Task` or a list of task ids. Default "train".
     - ``llm``: an `LLM` or a `make_llm` spec ("simulated", the default; "openai[:model]").
+    - ``llm_cache`` (None) and ``llm_cache_mode`` ("rw" | "ro" | "off"): the response cache. A
+      non-simulated spec is always cached, in ``llm_cache`` or the default file under
+      ``$CM_GYM_CACHE``; "ro" replays only (a miss raises `CacheMissError`, never calls the
+      endpoint). An `LLM` instance or the simulator is cached only when ``llm_cache`` is given.
     - ``agent``: "react" or "reflexion". ``llm_seed``: seed of a spec-built LLM.
     - ``max_decisions`` (3), ``max_evaluator_calls`` (None = max_decisions), ``token_budget``
       (20000, only for normalising the tokens feature).
@@ -109,6 +113,8 @@ class MemorySelectionEnv(gym.Env[np.ndarray, np.int64]):
         store: Any = None,
         tasks: str | Sequence[Task | str] = "train",
         llm: LLM | str = "simulated",
+        llm_cache: str | Path | None = None,
+        llm_cache_mode: str = "rw",
         agent: str = "react",
         max_decisions: int = 3,
         max_evaluator_calls: int | None = None,
@@ -163,7 +169,7 @@ class MemorySelectionEnv(gym.Env[np.ndarray, np.int64]):
         self.reward_weights = {**DEFAULT_REWARD_WEIGHTS, **(reward_weights or {})}
         self.timings = Timings()
         self.profile, self.score_drafts = profile, score_drafts
-        self.llm = resolve_llm(llm, llm_seed, self.tasks)
+        self.llm = resolve_llm(llm, llm_seed, self.tasks, cache=llm_cache, cache_mode=llm_cache_mode)
         self.evaluator = self.domain.make_evaluator(**dict(evaluator_kwargs or {}))
         llm_used = TimedLLM(self.llm, self.timings) if profile else self.llm
         evaluator_used = TimedEvaluator(self.evaluator, self.timings) if profile else self.evaluator

@@ -10,14 +10,25 @@ import importlib
 from typing import Any
 
 from cm_gym.llm.base import LLM, Completion, estimate_tokens
-from cm_gym.llm.errors import CacheCorruptError, CacheError, CacheMissError, LLMError, PromptError
+from cm_gym.llm.errors import (
+    CacheConflictError,
+    CacheCorruptError,
+    CacheError,
+    CacheLockedError,
+    CacheMissError,
+    CacheWriteError,
+    LLMError,
+    LLMUnreachableError,
+    PromptError,
+)
 
 _LAZY = {
-    "CachedLLM": "cm_gym.llm.cache",
+    "CachedLLM": "cm_gym.llm.cached",
     "ResponseCache": "cm_gym.llm.cache",
     "OpenAICompatibleLLM": "cm_gym.llm.openai_client",
     "SimulatedLLM": "cm_gym.llm.simulated",
     "make_llm": "cm_gym.llm.factory",
+    "with_cache": "cm_gym.llm.factory",
     "serve_in_thread": "cm_gym.llm.server",
     "render_messages": "cm_gym.llm.prompts",
     "render_record": "cm_gym.llm.prompts",
@@ -26,11 +37,15 @@ _LAZY = {
 
 __all__ = [
     "LLM",
+    "CacheConflictError",
     "CacheCorruptError",
     "CacheError",
+    "CacheLockedError",
     "CacheMissError",
+    "CacheWriteError",
     "Completion",
     "LLMError",
+    "LLMUnreachableError",
     "PromptError",
     "estimate_tokens",
     *_LAZY,

@@ -1,14 +1,23 @@
-"""Persistent LLM response cache (SQLite) and `CachedLLM`, the wrapper that makes replays exact.
+"""Persistent LLM response cache (SQLite): the file that makes a run against a real model exact to
+replay and free the second time.
 
-RL training replays the same tasks thousands of times, and a seed alone does not make a vLLM
-server repeat itself: the cache does. Keys are the sha256 of (backend identity — base URL, model,
-sampling parameters, seed —, template name and version, rendered messages). Values are JSON.
+Keys are the sha256 of the canonical JSON of (backend identity, template name and version, rendered
+messages); the identity is what changes a reply — model, sampling parameters, seed — and *not* the
+base URL, so a published cache replays anywhere (see `OpenAICompatibleLLM.cache_identity`). Each
+row keeps the reply (JSON) and the compressed request it answers, so `cm-gym cache import` can
+verify that a key really is the hash of its request.
 
-Modes: ``"rw"`` (read, and write misses), ``"ro"`` (a miss raises `CacheMissError`: for CI and
-exact replays), ``"off"`` (no file, every call goes to the backend). The file is in WAL mode with a
-busy timeout and every write is its own ``BEGIN IMMEDIATE`` transaction, so several processes may
-share one cache and a crash mid-write loses nothing already committed. A file that is not a
-cm_gym cache, or is truncated or corrupt, gives `CacheCorruptError`.
+Modes: ``"rw"`` (read, and write misses), ``"ro"`` (a miss raises `CacheMissError`, never calls the
+backend), ``"off"`` (no file). The file is in WAL mode with a busy timeout; every write is its own
+``BEGIN IMMEDIATE`` transaction, retried when another process holds the lock, so several processes
+(vector envs, Ray workers) share one file and a crash mid-write loses nothing committed. The first
+writer of a key wins and every writer returns the winning reply, so all processes agree.
+
+Failures are one clear line each: a lock held too long is `CacheLockedError` (never "corrupt"), a
+full disk or an unwritable file is `CacheWriteError`, a damaged or foreign file is
+`CacheCorruptError`. A cache in a read-only folder still replays: in "ro" it is opened read-only
+(immutable when its WAL index cannot be created); in "rw" it replays and stores nothing (one
+warning).
 """
 
 from __future__ import annotations
@@ -19,37 +28,71 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from cm_gym.llm.base import LLM, Completion
+from cm_gym.llm.cache_db import CacheFile, NotWritableError, retrying, rollback
 from cm_gym.llm.errors import CacheCorruptError, CacheError, CacheMissError
-from cm_gym.llm.prompts import render
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
 MODES = ("rw", "ro", "off")
-SCHEMA_NAME = "cm_gym.llm_response_cache"
-SCHEMA_VERSION = "1"
-_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def default_cache_path() -> Path:
+    """``$CM_GYM_CACHE/llm/responses.sqlite`` (default ``~/.cache/cm_gym/...``), not created here."""
+    from cm_gym.paths import cache_root
+
+    return cache_root() / "llm" / "responses.sqlite"
+
+
+def resolve_cache_path(path: str | Path | None) -> Path:
+    """`path`, or the default cache file for None / ``"default"``."""
+    if path is None or str(path) == "default":
+        return default_cache_path()
+    return Path(path).expanduser()
+
+
+def request_payload(
+    identity: Mapping[str, Any], template: str, version: str, messages: list[dict[str, str]]
+) -> bytes:
+    """The canonical bytes a key is the hash of (also what a row stores, compressed)."""
+    return json.dumps(
+        {"identity": dict(identity), "template": template, "version": version, "messages": messages},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    ).encode("utf-8")
 
 
 def cache_key(
     identity: Mapping[str, Any], template: str, version: str, messages: list[dict[str, str]]
 ) -> str:
     """The sha256 key of one request: backend identity, template name+version, rendered messages."""
-    payload = json.dumps(
-        {"identity": dict(identity), "template": template, "version": version, "messages": messages},
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return hashlib.sha256(request_payload(identity, template, version, messages)).hexdigest()
+
+
+def decode_request(blob: bytes) -> tuple[str, dict[str, Any]]:
+    """``(key, request)`` from a stored request blob; the key is recomputed, never trusted."""
+    raw = zlib.decompress(blob)
+    return hashlib.sha256(raw).hexdigest(), json.loads(raw)
+
+
+def check_value(value: Any) -> dict[str, Any]:
+    """A cached reply as a dict, or `ValueError` when it lacks text or integer token counts."""
+    if not isinstance(value, dict) or not isinstance(value.get("text"), str):
+        raise ValueError("a cached reply needs a string 'text'")
+    for name in ("prompt_tokens", "completion_tokens"):
+        if not isinstance(value.get(name), int) or value[name] < 0:
+            raise ValueError(f"a cached reply needs a non-negative integer {name!r}")
+    return value
 
 
 class ResponseCache:
-    """SQLite response cache with hit / miss / tokens-saved counters (see the module docstring)."""
+    """SQLite response cache with hit / miss / write / tokens-saved counters (module docstring)."""
 
     def __init__(
         self,
@@ -64,171 +107,211 @@ class ResponseCache:
             raise CacheError(f"cache mode must be one of {MODES}, got {mode!r}")
         self.mode = mode
         self.path = Path(path).expanduser() if path is not None else None
-        self.hits = self.misses = self.writes = self.tokens_saved = 0
+        self.hits = self.misses = self.writes = self.tokens_saved = self.unsaved = 0
+        self.writable = False
+        self.busy_timeout_s = busy_timeout_s
+        if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise CacheError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}")
+        self._synchronous = synchronous.upper()
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._has_request = True
         if mode == "off":
             return
         if self.path is None:
             raise CacheError(f"cache mode {mode!r} needs a path")
-        try:
-            self._conn = self._open(busy_timeout_s, synchronous, verify)
-        except sqlite3.DatabaseError as exc:
-            raise CacheCorruptError(f"{self.path} is not a readable cm_gym response cache: {exc}") from exc
+        opened = CacheFile(self.path, mode, busy_timeout_s, self._synchronous, verify)
+        self._conn, self.writable, self._has_request = opened.conn, opened.writable, opened.has_request
 
-    # -- opening --------------------------------------------------------------------------------
-    def _open(self, busy_timeout_s: float, synchronous: str, verify: bool) -> sqlite3.Connection:
-        assert self.path is not None
-        exists = self.path.exists() and self.path.stat().st_size > 0
-        if exists:
-            with open(self.path, "rb") as fh:
-                if fh.read(16) != _SQLITE_MAGIC:
-                    raise CacheCorruptError(f"{self.path} is not an SQLite file (a cm_gym response cache is)")
-        if self.mode == "ro":
-            if not exists:
-                raise CacheError(f"read-only cache {self.path} does not exist (build it in 'rw' mode first)")
-            conn = self._connect_ro(busy_timeout_s)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            if self.mode == "rw":
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute(f"PRAGMA synchronous = {synchronous}")
-                self._ensure_schema(conn)
-            if verify:
-                result = conn.execute("PRAGMA quick_check").fetchone()
-                if not result or result[0] != "ok":
-                    raise CacheCorruptError(f"{self.path} failed SQLite's integrity check: {result}")
-            self._check_schema(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _connect_ro(self, busy_timeout_s: float) -> sqlite3.Connection:
-        """Read-only connection. A WAL file in a read-only folder without its -shm file cannot be
-        opened normally; it is then opened as immutable (nobody can be writing to it there)."""
-        assert self.path is not None
-        base = f"file:{self.path.resolve()}?mode=ro"
-        for uri in (base, base + "&immutable=1"):
-            conn: sqlite3.Connection | None = None
-            try:
-                conn = sqlite3.connect(
-                    uri, uri=True, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-                )
-                conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-                return conn
-            except sqlite3.OperationalError as exc:
-                if conn is not None:
-                    conn.close()
-                if "unable to open" not in str(exc) or "immutable" in uri:
-                    raise
-                logger.info("opening %s as immutable (read-only folder): %s", self.path, exc)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _ensure_schema(self, conn: sqlite3.Connection) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if not tables:
-                conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-                conn.execute(
-                    "CREATE TABLE responses (key TEXT PRIMARY KEY, template TEXT NOT NULL, "
-                    "value TEXT NOT NULL, created REAL NOT NULL)"
-                )
-                conn.executemany(
-                    "INSERT INTO meta (key, value) VALUES (?, ?)",
-                    [("schema", SCHEMA_NAME), ("version", SCHEMA_VERSION)],
-                )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-    def _check_schema(self, conn: sqlite3.Connection) -> None:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall()) if "meta" in tables else {}
-        if meta.get("schema") != SCHEMA_NAME or "responses" not in tables:
-            raise CacheCorruptError(f"{self.path} is an SQLite file but not a cm_gym response cache")
-        if meta.get("version") != SCHEMA_VERSION:
-            raise CacheCorruptError(
-                f"{self.path} is a cm_gym response cache of schema v{meta.get('version')}, expected v{SCHEMA_VERSION}"
-            )
+    def _retrying(self, fn: Callable[[], T], doing: str) -> T:
+        return retrying(fn, self.path, doing)
 
     # -- access ---------------------------------------------------------------------------------
-    def get(self, key: str, template: str = "") -> dict[str, Any] | None:
+    def get(self, key: str, template: str = "", task_id: str = "") -> dict[str, Any] | None:
         """The cached value of `key`, or None on a miss. In "ro" mode a miss raises
-        `CacheMissError`; in "off" mode every lookup misses."""
+        `CacheMissError` naming the template and task; in "off" mode every lookup misses."""
         if self._conn is None:
             return None
+        conn = self._conn
         with self._lock:
-            try:
-                row = self._conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-            except sqlite3.DatabaseError as exc:
-                raise CacheCorruptError(f"reading {self.path} failed: {exc}") from exc
+            row = self._retrying(
+                lambda: conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone(),
+                "reading",
+            )
             if row is None:
                 self.misses += 1
                 if self.mode == "ro":
+                    what = f"{template or 'request'}" + (f" of task {task_id}" if task_id else "")
                     raise CacheMissError(
-                        f"read-only cache {self.path} has no response for this {template or 'request'} "
-                        f"(key {key[:16]}…): the replay differs from the recorded run"
+                        f"read-only cache {self.path} has no reply for this {what} (key {key[:12]}): "
+                        "fill it with `cm-gym tabulate` using the same model, sampling settings, seed "
+                        "and run options, or use --llm-cache-mode rw"
                     )
                 return None
             try:
-                value = json.loads(row[0])
-                tokens = int(value["prompt_tokens"]) + int(value["completion_tokens"])
-                str(value["text"])
-            except (ValueError, KeyError, TypeError) as exc:
+                value = check_value(json.loads(row[0]))
+            except ValueError as exc:
                 raise CacheCorruptError(
                     f"{self.path}: cached value for key {key[:16]}… is not valid: {exc}"
                 ) from exc
             self.hits += 1
-            self.tokens_saved += tokens
+            self.tokens_saved += value["prompt_tokens"] + value["completion_tokens"]
             return value
 
-    def put(self, key: str, value: Mapping[str, Any], template: str = "") -> None:
-        """Store `value` (JSON-serialisable) under `key` in one committed transaction; the first
-        writer of a key wins. Only allowed in "rw" mode ("off" ignores it)."""
+    def contains(self, key: str) -> bool:
+        """Whether `key` is cached (no counters, no error in "ro")."""
         if self._conn is None:
-            return
+            return False
+        conn = self._conn
+        with self._lock:
+            return (
+                self._retrying(
+                    lambda: conn.execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone(),
+                    "reading",
+                )
+                is not None
+            )
+
+    def put(
+        self, key: str, value: Mapping[str, Any], template: str = "", request: bytes | None = None
+    ) -> dict[str, Any]:
+        """Store `value` under `key` in one committed transaction and return the value the cache
+        now holds: the first writer of a key wins, so a racing process gets the winner's reply.
+        `request` is the key's `request_payload` (stored compressed, for verification)."""
+        return self.put_many([(key, value, template, request)])[0]
+
+    def put_many(
+        self, items: Sequence[tuple[str, Mapping[str, Any], str, bytes | None]]
+    ) -> list[dict[str, Any]]:
+        """`put` for several ``(key, value, template, request)`` in one transaction (one fsync);
+        returns the value held for each key afterwards."""
+        if self._conn is None:
+            return [dict(v) for _, v, _, _ in items]
         if self.mode != "rw":
-            raise CacheError(f"cache {self.path} is read-only")
-        data = json.dumps(dict(value), sort_keys=True, ensure_ascii=False)
+            raise CacheError(f"cache {self.path} is read-only (mode {self.mode!r})")
+        if not self.writable:
+            self.unsaved += len(items)
+            return [dict(v) for _, v, _, _ in items]
+        rows = [
+            (
+                key,
+                template,
+                json.dumps(dict(value), sort_keys=True, ensure_ascii=False),
+                time.time(),
+                zlib.compress(request) if request is not None else None,
+            )
+            for key, value, template, request in items
+        ]
+        conn, has_request = self._conn, self._has_request
+
+        def write() -> list[str]:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                held: list[str] = []
+                for key, template, data, created, blob in rows:
+                    if has_request:
+                        cur = conn.execute(
+                            "INSERT OR IGNORE INTO responses (key, template, value, created, request) "
+                            "VALUES (?, ?, ?, ?, ?)",
+                            (key, template, data, created, blob),
+                        )
+                    else:
+                        cur = conn.execute(
+                            "INSERT OR IGNORE INTO responses (key, template, value, created) VALUES (?, ?, ?, ?)",
+                            (key, template, data, created),
+                        )
+                    if cur.rowcount == 1:
+                        held.append(data)
+                    else:
+                        held.append(
+                            conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()[0]
+                        )
+                conn.execute("COMMIT")
+            except BaseException:
+                rollback(conn)
+                raise
+            return held
+
         with self._lock:
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
-                    self._conn.execute(
-                        "INSERT OR IGNORE INTO responses (key, template, value, created) VALUES (?, ?, ?, ?)",
-                        (key, template, data, time.time()),
-                    )
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.DatabaseError as exc:
-                raise CacheCorruptError(f"writing {self.path} failed: {exc}") from exc
-            self.writes += 1
+                held = self._retrying(write, "writing")
+            except NotWritableError as exc:
+                logger.warning("%s; replies are no longer stored", exc)
+                self.writable = False
+                self.unsaved += len(items)
+                return [dict(v) for _, v, _, _ in items]
+            self.writes += sum(1 for (_, _, data, _, _), h in zip(rows, held, strict=True) if h is data)
+        try:
+            return [check_value(json.loads(h)) for h in held]
+        except ValueError as exc:
+            raise CacheCorruptError(f"{self.path}: a cached value is not valid: {exc}") from exc
+
+    # -- whole-file access (stats, export, import) ----------------------------------------------
+    def rows(self) -> Iterator[tuple[str, str, str, float, bytes | None]]:
+        """Every row as ``(key, template, value JSON, created, request blob or None)``, by key."""
+        if self._conn is None:
+            return
+        select = "request" if self._has_request else "NULL"
+        with self._lock:
+            rows = self._retrying(
+                lambda: self._conn.execute(  # type: ignore[union-attr]
+                    f"SELECT key, template, value, created, {select} FROM responses ORDER BY key"
+                ).fetchall(),
+                "reading",
+            )
+        yield from rows
+
+    def insert_rows(self, rows: list[tuple[str, str, str, float, bytes | None]]) -> int:
+        """Insert rows in one transaction (all or nothing); existing keys are left alone.
+        Returns how many were new."""
+        if self._conn is None or self.mode != "rw" or not self.writable:
+            raise CacheError(f"cache {self.path} is not writable: import needs a writable cache")
+        conn = self._conn
+
+        def write() -> int:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                before = conn.total_changes
+                conn.executemany(
+                    "INSERT OR IGNORE INTO responses (key, template, value, created, request) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+                added = conn.total_changes - before
+                conn.execute("COMMIT")
+            except BaseException:
+                rollback(conn)
+                raise
+            return added
+
+        with self._lock:
+            added = self._retrying(write, "importing")
+            self.writes += added
+            return added
 
     def __len__(self) -> int:
         if self._conn is None:
             return 0
+        conn = self._conn
         with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+            return int(
+                self._retrying(
+                    lambda: conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0], "reading"
+                )
+            )
 
     def stats(self) -> dict[str, Any]:
         """Counters: hits, misses, writes, tokens_saved (tokens replayed instead of spent)."""
-        return {
+        out: dict[str, Any] = {
             "mode": self.mode,
             "hits": self.hits,
             "misses": self.misses,
             "writes": self.writes,
             "tokens_saved": self.tokens_saved,
         }
+        if self.unsaved:
+            out["unsaved"] = self.unsaved
+        return out
 
     def close(self) -> None:
         with self._lock:
@@ -244,52 +327,11 @@ class ResponseCache:
         self.close()
 
 
-def backend_identity(llm: LLM) -> dict[str, Any]:
-    """A backend's identity for cache keys: its `cache_identity()` if it has one."""
-    identity = getattr(llm, "cache_identity", None)
-    if callable(identity):
-        return dict(identity())
-    return {"backend": type(llm).__qualname__, "name": getattr(llm, "name", "")}
+def __getattr__(name: str) -> Any:
+    """`CachedLLM` and `backend_identity` live in `cm_gym.llm.cached`; importing them from here,
+    where they always were, keeps working."""
+    if name in ("CachedLLM", "backend_identity", "CallRequest"):
+        from cm_gym.llm import cached
 
-
-class CachedLLM:
-    """Wraps any `LLM` with a `ResponseCache`. A hit returns the recorded text with the recorded
-    token counts (what the call *would* have cost) and ``cached=True``."""
-
-    def __init__(self, inner: LLM, cache: ResponseCache) -> None:
-        self.inner, self.cache = inner, cache
-        self.name = getattr(inner, "name", "llm")
-        self._identity = backend_identity(inner)
-
-    def cache_identity(self) -> dict[str, Any]:
-        return dict(self._identity)
-
-    def complete(self, template: str, fields: Mapping[str, Any]) -> Completion:
-        """Replay from the cache, or call the inner LLM and record its reply."""
-        if self.cache.mode == "off":
-            return self.inner.complete(template, fields)
-        rendered = render(template, fields)
-        key = cache_key(self._identity, template, rendered.version, rendered.messages)
-        value = self.cache.get(key, template)
-        if value is not None:
-            return Completion(
-                str(value["text"]),
-                int(value["prompt_tokens"]),
-                int(value["completion_tokens"]),
-                cached=True,
-                estimated=bool(value.get("estimated", False)),
-            )
-        completion = self.inner.complete(template, fields)
-        self.cache.put(
-            key,
-            {
-                "text": completion.text,
-                "prompt_tokens": completion.prompt_tokens,
-                "completion_tokens": completion.completion_tokens,
-                "estimated": completion.estimated,
-                "template": template,
-                "version": rendered.version,
-            },
-            template,
-        )
-        return completion
+        return getattr(cached, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

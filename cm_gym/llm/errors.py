@@ -10,6 +10,11 @@ class LLMError(CmGymError):
     list, no content, misconfiguration, a task the simulator cannot resolve)."""
 
 
+class LLMUnreachableError(LLMError):
+    """The endpoint refused the very first connection: the server is not running (or the URL is
+    wrong). Raised at once, without retries, unless the answer is in the response cache."""
+
+
 class PromptError(LLMError):
     """A template name is unknown, or chat messages were not rendered by a cm_gym template."""
 
@@ -24,3 +29,17 @@ class CacheMissError(CacheError):
 
 class CacheCorruptError(CacheError):
     """The cache file is truncated, corrupt, or not a cm_gym response cache."""
+
+
+class CacheLockedError(CacheError):
+    """Another process held the cache's write lock for longer than the busy timeout (and the
+    retries). Nothing is corrupt: retry, or give each process its own cache and merge them."""
+
+
+class CacheWriteError(CacheError):
+    """A write to the cache failed for a reason outside cm_gym (disk full, file or folder not
+    writable, I/O error). Everything committed before is intact."""
+
+
+class CacheConflictError(CacheError):
+    """`cm-gym cache import` found entries whose key is already cached with a different reply."""

@@ -1,4 +1,4 @@
-"""`make_llm`: one place that turns a backend spec (and an optional cache) into an `LLM`."""
+"""`make_llm`: one place that turns a backend spec (and its response cache) into an `LLM`."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from cm_gym.llm.base import LLM
-from cm_gym.llm.errors import LLMError
+from cm_gym.llm.errors import CacheError, LLMError
 
 SPECS = ("simulated", "openai")
+CACHE_MODES = ("rw", "ro", "off")
 
 
 def make_llm(
@@ -17,23 +18,33 @@ def make_llm(
     seed: int = 0,
     cache_path: str | Path | None = None,
     cache_mode: str = "rw",
+    concurrency: int = 8,
     task_lookup: Any = None,
     **kw: Any,
 ) -> LLM:
-    """Build an LLM backend.
+    """Build an LLM backend and put it behind the response cache.
 
     `spec` is "simulated" (the built-in simulator; `task_lookup` resolves task ids when only
     string fields reach it) or "openai" / "openai:<model>" (an OpenAI-compatible endpoint; base URL,
     model and key from `kw` or OPENAI_BASE_URL, CM_GYM_MODEL / OPENAI_MODEL, OPENAI_API_KEY; the
-    seed is sent as the sampling seed). With `cache_path` (``"default"`` = the user cache folder)
-    and a `cache_mode` other than "off", the backend is wrapped in a `CachedLLM`.
+    seed is sent as the sampling seed).
+
+    Caching: every non-simulated backend goes through a `CachedLLM` — on `cache_path`, or the
+    default file ``$CM_GYM_CACHE/llm/responses.sqlite`` when it is None or ``"default"`` — unless
+    `cache_mode` is "off". "ro" replays only (a miss is a `CacheMissError`, never a call). The
+    simulated LLM is cached only when `cache_path` is given. `concurrency` bounds the parallel
+    calls of `CachedLLM.prefetch`.
     """
+    if cache_mode not in CACHE_MODES:
+        raise CacheError(f"LLM cache mode must be one of {', '.join(CACHE_MODES)}, got {cache_mode!r}")
     kind, _, model = spec.partition(":")
     llm: LLM
     if kind == "simulated":
         from cm_gym.llm.simulated import SimulatedLLM
 
         llm = SimulatedLLM(seed=seed, task_lookup=task_lookup, **kw)
+        if cache_path is None:
+            return llm
     elif kind == "openai":
         from cm_gym.llm.openai_client import OpenAICompatibleLLM
 
@@ -43,12 +54,17 @@ def make_llm(
         llm = OpenAICompatibleLLM(**kw)
     else:
         raise LLMError(f"unknown LLM spec {spec!r}; use one of {', '.join(SPECS)} (or openai:<model>)")
-    if cache_path is None or cache_mode == "off":
+    return with_cache(llm, cache_path, cache_mode, concurrency=concurrency)
+
+
+def with_cache(
+    llm: LLM, cache_path: str | Path | None, cache_mode: str = "rw", *, concurrency: int = 8
+) -> LLM:
+    """`llm` behind a `CachedLLM` on `cache_path` (None / "default": the default file), or `llm`
+    itself when `cache_mode` is "off" or it is already cached."""
+    from cm_gym.llm.cache import ResponseCache, resolve_cache_path
+    from cm_gym.llm.cached import CachedLLM
+
+    if cache_mode == "off" or isinstance(llm, CachedLLM):
         return llm
-    from cm_gym.llm.cache import CachedLLM, ResponseCache
-
-    if str(cache_path) == "default":
-        from cm_gym.paths import cache_dir
-
-        cache_path = cache_dir("llm") / "responses.sqlite"
-    return CachedLLM(llm, ResponseCache(cache_path, cache_mode))
+    return CachedLLM(llm, ResponseCache(resolve_cache_path(cache_path), cache_mode), concurrency=concurrency)

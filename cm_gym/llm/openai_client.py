@@ -3,14 +3,19 @@ hosted API, or `cm-gym serve-llm`) through the official `openai` package.
 
 Configuration comes from arguments or the usual environment variables: ``OPENAI_BASE_URL``,
 ``CM_GYM_MODEL`` (else ``OPENAI_MODEL``) and ``OPENAI_API_KEY`` (default ``"EMPTY"``, which local
-servers accept). Transient failures — connection errors, timeouts, 408/409/429 and 5xx answers,
+servers accept). Transient failures — timeouts, dropped connections, 408/409/429 and 5xx answers,
 malformed bodies, an empty choice list or a missing message content — are retried with
 exponential backoff (honouring ``Retry-After`` up to the backoff cap); after the last retry, or on
-any other error status, one clear `LLMError` is raised.
+any other error status, one clear `LLMError` is raised. A server that refuses the very first
+connection is not running: that is one `LLMUnreachableError` at once, without retries.
+
+`acomplete_messages` is the asyncio twin of `complete` (same retries, on ``openai.AsyncOpenAI``),
+used by `cm_gym.llm.batch` to fill a response cache with many concurrent calls.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -20,7 +25,7 @@ from typing import Any
 import openai
 
 from cm_gym.llm.base import Completion, estimate_tokens
-from cm_gym.llm.errors import LLMError
+from cm_gym.llm.errors import LLMError, LLMUnreachableError
 from cm_gym.llm.prompts import render
 
 logger = logging.getLogger(__name__)
@@ -40,6 +45,11 @@ def _retry_after(exc: BaseException) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None
+
+
+def _refused(exc: BaseException) -> bool:
+    """A connection that could not be made at all (not a timeout, not a dropped connection)."""
+    return isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError)
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -86,18 +96,21 @@ class OpenAICompatibleLLM:
         self._sleep = sleep
         self.requests = 0  # HTTP attempts made (retries included)
         self.retries = 0
+        self.reached = False  # has the server ever answered? (a first refusal fails at once)
+        self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self._client = openai.OpenAI(
             base_url=self.base_url,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+            api_key=self._api_key,
             timeout=timeout,
             max_retries=0,  # retries are ours: counted, logged, testable
         )
 
     def cache_identity(self) -> dict[str, Any]:
-        """Base URL, model, sampling parameters and seed: what a cached reply depends on."""
+        """Model, sampling parameters and seed: what a cached reply depends on. The base URL is
+        left out on purpose: the same model served elsewhere (or nowhere, when a published cache
+        is replayed) gives the same replies; a different model must have a different name."""
         return {
             "backend": "openai",
-            "base_url": self.base_url,
             "model": self.model,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
@@ -105,7 +118,7 @@ class OpenAICompatibleLLM:
             "seed": self.seed,
         }
 
-    def _request(self, messages: list[dict[str, str]]) -> Completion:
+    def _kwargs(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -116,8 +129,10 @@ class OpenAICompatibleLLM:
             kwargs["top_p"] = self.top_p
         if self.seed is not None:
             kwargs["seed"] = self.seed
-        self.requests += 1
-        response = self._client.chat.completions.create(**kwargs)
+        return kwargs
+
+    @staticmethod
+    def _completion(response: Any, messages: list[dict[str, str]]) -> Completion:
         choices = getattr(response, "choices", None)
         if not choices:
             raise _TransientReply("the server returned an empty choice list")
@@ -137,36 +152,76 @@ class OpenAICompatibleLLM:
             )
         return Completion(text, int(prompt_tokens), int(completion_tokens))
 
+    def _retry_delay(self, template: str, attempt: int, exc: Exception) -> float:
+        """The pause before retry `attempt` + 1 of a failed request, or one clear `LLMError` when
+        the failure is not transient, the server was never reached, or retries are exhausted."""
+        if _refused(exc) and not self.reached:
+            raise LLMUnreachableError(
+                f"cannot connect to {self.base_url} ({exc.__cause__ or exc}): start the server, fix "
+                "OPENAI_BASE_URL, or replay a filled response cache with --llm-cache-mode ro"
+            ) from exc
+        if not _is_transient(exc):
+            raise LLMError(f"{self.base_url} refused the {template} request: {exc}") from exc
+        if attempt >= self.max_retries:
+            raise LLMError(
+                f"{template} request to {self.base_url} (model {self.model}) failed after "
+                f"{self.max_retries + 1} attempts: {type(exc).__name__}: {exc}"
+            ) from exc
+        delay = min(self.backoff_max_s, self.backoff_s * (2**attempt))
+        hinted = _retry_after(exc)
+        if hinted is not None:
+            delay = min(self.backoff_max_s, max(delay, hinted))
+        self.retries += 1
+        logger.warning(
+            "%s request to %s failed (%s: %s); retry %d/%d in %.2fs",
+            template,
+            self.base_url,
+            type(exc).__name__,
+            exc,
+            attempt + 1,
+            self.max_retries,
+            delay,
+        )
+        return delay
+
     def complete(self, template: str, fields: Mapping[str, Any]) -> Completion:
         """Render `template`, send it, retry transient failures, return text and token usage."""
-        messages = render(template, fields).messages
-        last: BaseException | None = None
+        return self.complete_messages(render(template, fields).messages, template)
+
+    def complete_messages(self, messages: list[dict[str, str]], template: str = "request") -> Completion:
+        """Send already-rendered chat messages (retries as in `complete`)."""
         for attempt in range(self.max_retries + 1):
             try:
-                return self._request(messages)
-            except Exception as exc:  # noqa: BLE001 - classified below; never leaks raw
-                if not _is_transient(exc):
-                    raise LLMError(f"{self.base_url} refused the {template} request: {exc}") from exc
-                last = exc
-                if attempt == self.max_retries:
-                    break
-                delay = min(self.backoff_max_s, self.backoff_s * (2**attempt))
-                hinted = _retry_after(exc)
-                if hinted is not None:
-                    delay = min(self.backoff_max_s, max(delay, hinted))
-                self.retries += 1
-                logger.warning(
-                    "%s request to %s failed (%s: %s); retry %d/%d in %.2fs",
-                    template,
-                    self.base_url,
-                    type(exc).__name__,
-                    exc,
-                    attempt + 1,
-                    self.max_retries,
-                    delay,
-                )
-                self._sleep(delay)
-        raise LLMError(
-            f"{template} request to {self.base_url} (model {self.model}) failed after "
-            f"{self.max_retries + 1} attempts: {type(last).__name__}: {last}"
-        ) from last
+                self.requests += 1
+                response = self._client.chat.completions.create(**self._kwargs(messages))
+                completion = self._completion(response, messages)
+                self.reached = True
+                return completion
+            except Exception as exc:  # noqa: BLE001 - classified by _retry_delay; never leaks raw
+                if not _refused(exc):
+                    self.reached = True
+                self._sleep(self._retry_delay(template, attempt, exc))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def async_client(self) -> openai.AsyncOpenAI:
+        """A fresh ``openai.AsyncOpenAI`` for one event loop (close it when the loop is done)."""
+        return openai.AsyncOpenAI(
+            base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, max_retries=0
+        )
+
+    async def acomplete_messages(
+        self, client: openai.AsyncOpenAI, messages: list[dict[str, str]], template: str = "request"
+    ) -> Completion:
+        """`complete_messages` on an async client: same retries, ``Retry-After`` and errors."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                self.requests += 1
+                response = await client.chat.completions.create(**self._kwargs(messages))
+                completion = self._completion(response, messages)
+                self.reached = True
+                return completion
+            except Exception as exc:  # noqa: BLE001 - classified by _retry_delay; never leaks raw
+                if not _refused(exc):
+                    self.reached = True
+                await asyncio.sleep(self._retry_delay(template, attempt, exc))
+        raise AssertionError("unreachable")  # pragma: no cover

@@ -6,6 +6,9 @@ named after the field (``<draft>…</draft>``, ``<task_id>…</task_id>``) and t
 starts with the marker ``[cm_gym:<TEMPLATE> v<version>]``. That makes rendering invertible:
 `parse_rendered(messages)` recovers the template name and the (truncated) string fields, which is
 how the OpenAI-compatible server in `llm/server.py` serves any backend from plain chat messages.
+Parsing is linear in the message length (literal pieces are found left to right with
+``str.find``, no backtracking regex) and exact: the fields found must render back to the very
+same messages, or the request is refused.
 
 Fields are truncated to the SPEC §3 limits (`cm_gym.types.TRUNCATION`) before rendering. The
 reply parsers live in `llm/parsers.py` and are re-exported here.
@@ -101,20 +104,42 @@ class PromptTemplate:
         return tuple(seen)
 
     @cached_property
-    def patterns(self) -> tuple[re.Pattern[str], re.Pattern[str]]:
-        """Regexes matching the rendered system and user messages, capturing each field."""
-        return _compile(self.marker + "\n" + self.system), _compile(self.user)
+    def pieces(self) -> tuple[tuple[tuple[str, str | None], ...], tuple[tuple[str, str | None], ...]]:
+        """The system and user texts as ``(literal, field or None)`` pieces, in order."""
+        return _pieces(self.marker + "\n" + self.system), _pieces(self.user)
 
 
-def _compile(text: str) -> re.Pattern[str]:
-    parts: list[str] = []
-    seen: set[str] = set()
-    for literal, name, _, _ in _FORMATTER.parse(text):
-        parts.append(re.escape(literal))
-        if name:
-            parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)")
-            seen.add(name)
-    return re.compile("".join(parts), flags=re.S)
+def _pieces(text: str) -> tuple[tuple[str, str | None], ...]:
+    return tuple((literal, name or None) for literal, name, _, _ in _FORMATTER.parse(text))
+
+
+def _match(pieces: tuple[tuple[str, str | None], ...], text: str, fields: dict[str, str]) -> bool:
+    """Split `text` along the template's literal pieces, left to right (each field ends where the
+    next literal first occurs), filling `fields`; False when the text does not fit. Linear time:
+    one ``str.find`` per piece, never any backtracking."""
+    pos = 0
+    pending: str | None = None  # a field whose end is the next literal
+    for literal, name in pieces:
+        if pending is None:
+            if not text.startswith(literal, pos):
+                return False
+            pos += len(literal)
+        else:
+            end = text.find(literal, pos) if literal else len(text)
+            if end < 0:
+                return False
+            value = text[pos:end]
+            if fields.setdefault(pending, value) != value:
+                return False  # the same field rendered twice with two values
+            pos = end + len(literal)
+            pending = None
+        pending = name
+    if pending is not None:
+        value = text[pos:]
+        if fields.setdefault(pending, value) != value:
+            return False
+        pos = len(text)
+    return pos == len(text)
 
 
 _META = "<task_id>{task_id}</task_id> <agent>{agent}</agent> <decision>{decision}</decision>"
@@ -291,9 +316,13 @@ def parse_rendered(messages: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str
             f"(this one has v{t.version})"
         )
     fields: dict[str, str] = {}
-    for pattern, text in zip(t.patterns, (system, user), strict=True):
-        match = pattern.fullmatch(text)  # type: ignore[arg-type]
-        if match is None:
+    for pieces, text in zip(t.pieces, (system, user), strict=True):
+        if not _match(pieces, text, fields):  # type: ignore[arg-type]
             raise PromptError(f"the messages do not match template {t.name} v{t.version}")
-        fields.update(match.groupdict())
+    again = [m["content"] for m in render(t.name, fields).messages]
+    if again != [system, user]:
+        raise PromptError(
+            f"the messages fit template {t.name} v{t.version} only ambiguously, or carry a field over "
+            "its length limit: they were not rendered by cm_gym"
+        )
     return t.name, fields

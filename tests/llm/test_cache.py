@@ -137,7 +137,7 @@ def test_corrupt_row_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "cache.sqlite"
     ResponseCache(path, "rw").close()
     with sqlite3.connect(path) as conn:
-        conn.execute("INSERT INTO responses VALUES ('k', 'T', '{not json', 0)")
+        conn.execute("INSERT INTO responses VALUES ('k', 'T', '{not json', 0, NULL)")
     with pytest.raises(CacheCorruptError, match="not valid"):
         ResponseCache(path, "ro").get("k")
 

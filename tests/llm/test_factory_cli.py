@@ -23,11 +23,20 @@ from cm_gym.types import Task
 HERE = Path(__file__).resolve().parent
 
 
-def test_make_llm_specs(tmp_path: Path, toy: list[Task]) -> None:
+def test_make_llm_specs(tmp_path: Path, toy: list[Task], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "cache-root"))
     sim = make_llm("simulated", seed=4)
     assert isinstance(sim, SimulatedLLM) and sim.seed == 4
-    oa = make_llm("openai:my-model", base_url="http://127.0.0.1:1/v1", seed=2)
+    oa = make_llm("openai:my-model", base_url="http://127.0.0.1:1/v1", seed=2, cache_mode="off")
     assert isinstance(oa, OpenAICompatibleLLM) and (oa.model, oa.seed) == ("my-model", 2)
+    # a real endpoint is cached by default, in the default file under CM_GYM_CACHE
+    default = make_llm("openai:my-model", base_url="http://127.0.0.1:1/v1")
+    assert isinstance(default, CachedLLM) and isinstance(default.inner, OpenAICompatibleLLM)
+    assert default.cache.path == tmp_path / "cache-root" / "llm" / "responses.sqlite"
+    assert default.cache.mode == "rw"
+    default.cache.close()
+    explicit = make_llm("openai:my-model", base_url="http://x/v1", cache_path=tmp_path / "o.sqlite")
+    assert isinstance(explicit, CachedLLM) and explicit.cache.path == tmp_path / "o.sqlite"
     cached = make_llm("simulated", seed=4, cache_path=tmp_path / "c.sqlite")
     assert isinstance(cached, CachedLLM)
     assert (
