@@ -10,6 +10,9 @@ Edit grammar (GENERATE_LOCAL_ALTERNATIVES), one block per candidate::
 
 A parse failure never raises: it is logged with the raw text and falls back (invalid edits are
 skipped, a judge reply without a valid choice picks candidate 1, a missing condition is empty).
+Every parser is linear in the reply's length (no regex that can backtrack over a run of the same
+character; `tests/llm/test_fuzz.py` fuzzes them), so a hostile or broken reply costs no more than a
+long one.
 """
 
 from __future__ import annotations
@@ -21,28 +24,36 @@ logger = logging.getLogger(__name__)
 
 EDIT_GRAMMAR = "EDIT <n>\nREPLACE:\n<exact fragment of the action>\nWITH:\n<new fragment>"
 
-_EDIT_HEADER = re.compile(r"^[ \t]*\**EDIT\s*#?\s*(\d+)\**[ \t]*:?[ \t]*$", re.M | re.I)
+_EDIT_HEADER = re.compile(r"^[ \t]*\**EDIT(?:[ \t]*#)?[ \t]*(\d+)\**(?:[ \t]*:)?[ \t]*$", re.M | re.I)
 _REPLACE = re.compile(r"^[ \t]*REPLACE:[ \t]*", re.M | re.I)
 _WITH = re.compile(r"^[ \t]*WITH:[ \t]*", re.M | re.I)
 _TOKEN = re.compile(r"\w+|[^\w\s]+|\s+")
 _NONE_WORDS = {"none", "n/a", "na", "null", "nothing", "no condition", "always"}
+_FENCE_INFO = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+-")
+_LOGGED = 500  # characters of a raw reply quoted in a log line
+MAX_EDIT_BLOCKS = 64  # a reply asked for K <= 4 edits; more blocks than this are not read
 
 
 def _clean(fragment: str) -> str:
     """Strip surrounding whitespace and a wrapping code fence or backtick pair."""
     text = fragment.strip()
-    fence = re.fullmatch(r"```[\w+-]*\n?(.*?)\n?```", text, flags=re.S)
-    if fence:
-        text = fence.group(1).strip()
-    elif len(text) > 2 and text.startswith("`") and text.endswith("`") and "`" not in text[1:-1]:
+    if len(text) >= 6 and text.startswith("```") and text.endswith("```"):
+        inner = text[3:-3]
+        info, newline, rest = inner.partition("\n")
+        if newline and set(info) <= _FENCE_INFO:
+            inner = rest
+        elif not newline and set(inner) <= _FENCE_INFO:
+            inner = ""  # "```sql```": only an info string
+        return inner.removesuffix("\n").strip()
+    if len(text) > 2 and text.startswith("`") and text.endswith("`") and "`" not in text[1:-1]:
         text = text[1:-1].strip()
     return text
 
 
-def _occurrences(text: str, fragment: str) -> int:
-    """How many times `fragment` occurs in `text`, overlapping occurrences included."""
+def _occurrences(text: str, fragment: str, stop: int = 2) -> int:
+    """How many times `fragment` occurs in `text` (overlapping included), counting up to `stop`."""
     count, start = 0, text.find(fragment)
-    while start != -1:
+    while start != -1 and count < stop:
         count += 1
         start = text.find(fragment, start + 1)
     return count
@@ -63,19 +74,26 @@ def parse_alternatives(text: str, action: str) -> list[str]:
     duplicates. Invalid candidates (no REPLACE/WITH, fragment absent or not unique, whole-action
     replacement, no change) are skipped and logged with the raw text."""
     headers = list(_EDIT_HEADER.finditer(text))
+    if len(headers) > MAX_EDIT_BLOCKS:
+        logger.warning(
+            "GENERATE_LOCAL_ALTERNATIVES reply has %d EDIT blocks; reading the first %d",
+            len(headers),
+            MAX_EDIT_BLOCKS,
+        )
+        headers = headers[: MAX_EDIT_BLOCKS + 1]
     if not headers:
         if not text.strip():
             logger.debug("GENERATE_LOCAL_ALTERNATIVES reply is empty: no edits")
             return []
-        logger.warning("GENERATE_LOCAL_ALTERNATIVES reply has no 'EDIT <n>' block; raw reply: %r", text)
+        logger.warning("GENERATE_LOCAL_ALTERNATIVES reply has no 'EDIT <n>' block; raw reply: %r", text[:_LOGGED])
         return []
     out: list[str] = []
-    for i, header in enumerate(headers):
+    for i, header in enumerate(headers[:MAX_EDIT_BLOCKS]):
         end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
         block = text[header.end() : end]
         rep, wit = _REPLACE.search(block), _WITH.search(block)
         if rep is None or wit is None or wit.start() < rep.end():
-            logger.warning("EDIT %s lacks REPLACE:/WITH:; skipped. Raw block: %r", header.group(1), block)
+            logger.warning("EDIT %s lacks REPLACE:/WITH:; skipped. Raw block: %r", header.group(1), block[:_LOGGED])
             continue
         fragment = _clean(block[rep.end() : wit.start()])
         replacement = _clean(block[wit.end() :])
@@ -85,7 +103,7 @@ def parse_alternatives(text: str, action: str) -> list[str]:
                 "EDIT %s is not a valid local edit (fragment %r occurs %d times in the action, or "
                 "replaces all of it, or changes nothing); skipped",
                 header.group(1),
-                fragment,
+                fragment[:_LOGGED],
                 _occurrences(action, fragment) if fragment else 0,
             )
             continue
@@ -149,25 +167,34 @@ def _normalise_condition(condition: str) -> str:
     return "" if text.strip("\"'. ").lower() in _NONE_WORDS else text
 
 
+def _section(text: str, label: str, until: str) -> str | None:
+    """The text after the first ``label:`` up to the next ``until:`` (or the end), or None."""
+    start = re.search(re.escape(label) + ":", text, flags=re.I)
+    if start is None:
+        return None
+    stop = re.search(re.escape(until) + ":", text[start.end() :], flags=re.I)
+    return text[start.end() : start.end() + stop.start()] if stop else text[start.end() :]
+
+
 def parse_distil(text: str) -> tuple[str, str]:
     """``(situation, condition_text)`` from a DISTIL_RECORD reply. "none" maps to "" (always
     applicable). A missing SITUATION or CONDITION line is logged and read as ""."""
-    situation_m = re.search(r"SITUATION:\s*(.*?)\s*(?=CONDITION:|\Z)", text, flags=re.S | re.I)
-    condition_m = re.search(r"CONDITION:\s*(.*?)\s*(?=SITUATION:|\Z)", text, flags=re.S | re.I)
-    if situation_m is None or condition_m is None:
-        logger.warning("DISTIL_RECORD reply lacks SITUATION: or CONDITION:; raw reply: %r", text)
-    situation = " ".join(situation_m.group(1).split()) if situation_m else ""
-    condition = _normalise_condition(condition_m.group(1)) if condition_m else ""
+    situation_t = _section(text, "SITUATION", "CONDITION")
+    condition_t = _section(text, "CONDITION", "SITUATION")
+    if situation_t is None or condition_t is None:
+        logger.warning("DISTIL_RECORD reply lacks SITUATION: or CONDITION:; raw reply: %r", text[:_LOGGED])
+    situation = " ".join(situation_t.split()) if situation_t is not None else ""
+    condition = _normalise_condition(condition_t) if condition_t is not None else ""
     return situation, condition
 
 
 def parse_judge(text: str, n: int) -> int:
     """The 1-based candidate from ``CHOICE: <n>``; on a missing or out-of-range choice, log the raw
     reply and fall back to candidate 1 (paper Table 7)."""
-    m = re.search(r"CHOICE:\s*\[?\s*(\d+)", text, flags=re.I)
+    m = re.search(r"CHOICE:\s*(?:\[\s*)?(\d{1,9})", text, flags=re.I)
     if m is not None and 1 <= int(m.group(1)) <= n:
         return int(m.group(1))
     logger.warning(
-        "BEST_OF_N_JUDGE reply has no valid CHOICE in 1..%d; falling back to 1. Raw reply: %r", n, text
+        "BEST_OF_N_JUDGE reply has no valid CHOICE in 1..%d; falling back to 1. Raw reply: %r", n, text[:_LOGGED]
     )
     return 1

@@ -1,0 +1,206 @@
+"""Property-based fuzzing (Hypothesis) of every parser of untrusted LLM-layer text: the rendered
+prompt parser the server runs on request bodies, the HTTP request-head parser, and the LLM-reply
+parsers. Each must return or raise its one documented error, and round-trip what cm_gym writes.
+Plus fixed hostile probes that made the old backtracking regexes run for seconds to minutes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cm_gym.llm._http import HTTPError, parse_head
+from cm_gym.llm.errors import PromptError
+from cm_gym.llm.parsers import apply_edit, format_alternatives, parse_alternatives, parse_distil, parse_judge
+from cm_gym.llm.prompts import CHAT_TEMPLATES, parse_rendered, render
+
+FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# printable text without '<' (the tag character: with it a field may contain a separator, and
+# parse_rendered may then refuse the messages, which is allowed; without it it must succeed)
+plain = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="<"), max_size=300)
+anything = st.text(st.characters(blacklist_categories=("Cs",)), max_size=400)
+
+
+@FUZZ
+@given(name=st.sampled_from(sorted(CHAT_TEMPLATES)), data=st.data())
+def test_rendered_prompts_parse_back_exactly(name: str, data: Any) -> None:
+    template = CHAT_TEMPLATES[name]
+    values = {f: data.draw(plain, label=f) for f in template.field_names}
+    rendered = render(name, values)
+    parsed_name, fields = parse_rendered(rendered.messages)
+    assert parsed_name == name
+    assert fields == rendered.fields
+
+
+@FUZZ
+@given(name=st.sampled_from(sorted(CHAT_TEMPLATES)), data=st.data())
+def test_tampered_prompts_are_refused_or_parsed_consistently(name: str, data: Any) -> None:
+    """Arbitrary text (tags included) in fields, and arbitrary edits of the messages: the parser
+    either refuses with PromptError or returns fields that render to exactly those messages."""
+    template = CHAT_TEMPLATES[name]
+    values = {f: data.draw(anything, label=f) for f in template.field_names}
+    messages = render(name, values).messages
+    which = data.draw(st.integers(0, 1))
+    text = messages[which]["content"]
+    cut = data.draw(st.integers(0, len(text)))
+    if data.draw(st.booleans()):
+        text = text[:cut] + data.draw(anything) + text[cut:]
+    messages[which] = {"role": messages[which]["role"], "content": text}
+    try:
+        parsed_name, fields = parse_rendered(messages)
+    except PromptError:
+        return
+    assert [m["content"] for m in render(parsed_name, fields).messages] == [m["content"] for m in messages]
+
+
+@FUZZ
+@given(st.lists(st.fixed_dictionaries({"role": anything, "content": anything}), max_size=3))
+def test_arbitrary_messages_only_ever_raise_prompt_error(messages: list[dict[str, str]]) -> None:
+    if messages and messages[0]["content"] and len(messages) == 2:
+        messages[0]["content"] = "[cm_gym:DRAFT_ACTION v1]\n" + messages[0]["content"]
+    with pytest.raises(PromptError):
+        parse_rendered(messages)
+
+
+_token = st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_", min_size=1, max_size=12)
+
+
+@FUZZ
+@given(st.binary(max_size=600))
+def test_http_heads_parse_or_give_an_http_error(raw: bytes) -> None:
+    try:
+        head = parse_head(raw + b"\r\n\r\n")
+    except HTTPError as exc:
+        assert 400 <= exc.status < 600 and exc.message
+        return
+    assert head.method and head.target.startswith("/")
+    try:
+        assert head.content_length(1024) >= 0
+    except HTTPError as exc:
+        assert exc.status in (400, 411, 413)
+
+
+@FUZZ
+@given(
+    method=st.sampled_from(["GET", "POST", "PUT"]),
+    path=_token,
+    headers=st.dictionaries(_token, st.text("abc 123;=/", max_size=20), max_size=8),
+)
+def test_well_formed_heads_parse_back(method: str, path: str, headers: dict[str, str]) -> None:
+    headers = {
+        k: v.strip() for k, v in headers.items() if k.lower() not in ("content-length", "transfer-encoding")
+    }
+    lowered: dict[str, str] = {}
+    for k, v in headers.items():
+        lowered[k.lower()] = v if k.lower() not in lowered else f"{lowered[k.lower()]}, {v}"
+    if len({k.lower() for k in headers} & {"authorization", "host"}) != sum(
+        1 for k in headers if k.lower() in ("authorization", "host")
+    ):
+        return  # duplicate singleton header: refused by design
+    raw = f"{method} /{path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+    head = parse_head(raw.encode())
+    assert (head.method, head.path, head.version) == (method, "/" + path, "HTTP/1.1")
+    assert head.headers == lowered
+
+
+@FUZZ
+@given(text=anything, action=anything)
+def test_alternatives_parser_never_raises_and_returns_local_edits(text: str, action: str) -> None:
+    out = parse_alternatives(text, action)
+    assert len(out) == len(set(out))
+    assert all(isinstance(o, str) and o != action for o in out)
+
+
+_words = st.lists(st.text("abcdefgh=<>()*;,.", min_size=1, max_size=6), min_size=2, max_size=12)
+
+
+@FUZZ
+@given(words=_words, data=st.data())
+def test_edit_grammar_round_trips(words: list[str], data: Any) -> None:
+    """An edit cm_gym writes in the grammar (format_alternatives) parses back to the same action."""
+    action = " ".join(words)
+    i = data.draw(st.integers(0, len(words) - 1))
+    edited_words = list(words)
+    edited_words[i] = data.draw(st.text("xyz0123", min_size=1, max_size=5))
+    edited = " ".join(edited_words)
+    reply = format_alternatives(action, [edited])
+    if edited != action and reply:
+        assert parse_alternatives(reply, action) == [edited]
+
+
+@FUZZ
+@given(action=anything, fragment=anything, replacement=anything)
+def test_apply_edit_is_a_single_local_replacement(action: str, fragment: str, replacement: str) -> None:
+    out = apply_edit(action, fragment, replacement)
+    if out is not None:
+        assert action.count(fragment) == 1 and out == action.replace(fragment, replacement, 1)
+
+
+@FUZZ
+@given(text=anything)
+def test_distil_and_judge_parsers_never_raise(text: str) -> None:
+    situation, condition = parse_distil(text)
+    assert isinstance(situation, str) and isinstance(condition, str)
+    assert 1 <= parse_judge(text, 4) <= 4
+
+
+@FUZZ
+@given(
+    situation=st.text("abcdef ,.", min_size=1, max_size=60).filter(str.strip),
+    condition=st.text('abc()"_ ', min_size=1, max_size=60).filter(lambda c: c.strip("\"'. ")),
+    choice=st.integers(1, 5),
+)
+def test_well_formed_replies_parse(situation: str, condition: str, choice: int) -> None:
+    got = parse_distil(f"SITUATION: {situation}\nCONDITION: {condition}")
+    assert got[0] == " ".join(situation.split())
+    assert parse_judge(f"I pick\nCHOICE: [{choice}]", 5) == choice
+
+
+# -- hostile probes: linear time ------------------------------------------------------------------
+N = 8000
+_PROBES: dict[str, Callable[[], Any]] = {
+    # each took 2-10 s (8 KB) with the old regexes, and minutes for parse_rendered
+    "edit-header-whitespace": lambda: parse_alternatives(("EDIT" + " " * N + "x\n") * 3, "a"),
+    "fenced-fragment": lambda: parse_alternatives("EDIT 1\nREPLACE:\n```" + "a" * N + "\nWITH:\nb", "a"),
+    "judge-whitespace": lambda: parse_judge(("CHOICE:" + " " * N + "x") * 3, 3),
+    "distil-whitespace": lambda: parse_distil(("SITUATION:" + " " * N + "x") * 3),
+    "rendered-separators": lambda: _refused(
+        [
+            render("DRAFT_ACTION", {"task_id": "t"}).messages[0],
+            {
+                "role": "user",
+                "content": "<task_id>"
+                + "</task_id> <agent></agent> <decision></decision> <failed_attempts></failed_attempts>"
+                "\n\n<state_text>\n" * 80 + "x",
+            },
+        ]
+    ),
+}
+
+
+def _refused(messages: list[dict[str, str]]) -> None:
+    with pytest.raises(PromptError):
+        parse_rendered(messages)
+
+
+@pytest.mark.parametrize("name", sorted(_PROBES))
+def test_hostile_reply_probes_finish(name: str) -> None:
+    """Run the probe in a thread and require it to finish within 10 s (it takes milliseconds; the
+    backtracking parsers it replaced needed seconds to minutes), so a regression fails, not hangs."""
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            _PROBES[name]()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    assert not thread.is_alive(), f"probe {name} still running after 10 s: a parser backtracks"
+    assert not errors, errors

@@ -1,0 +1,170 @@
+"""The LLM server survives its clients (issue 14, item 4): hostile prompts parse in linear time, a
+body-size limit, idle connections released, a real listen backlog, malformed HTTP refused with the
+right status, and an optional API key. Each probe runs over real sockets against `serve_in_thread`."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from cm_gym.llm.base import DRAFT_ACTION
+from cm_gym.llm.errors import LLMError
+from cm_gym.llm.openai_client import OpenAICompatibleLLM
+from cm_gym.llm.prompts import render_messages
+from cm_gym.llm.server import LLMServer, serve_in_thread
+from cm_gym.llm.simulated import SimulatedLLM
+from cm_gym.types import Task
+
+
+@pytest.fixture()
+def server(toy_lookup: dict[str, Task], request: pytest.FixtureRequest) -> Iterator[LLMServer]:
+    options = getattr(request, "param", {})
+    srv, _ = serve_in_thread(SimulatedLLM(seed=3, task_lookup=toy_lookup), model_name="probe", **options)
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def _post(url: str, body: bytes, timeout: float = 10.0, **headers: str) -> tuple[int, dict[str, Any]]:
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def _raw(server: LLMServer, data: bytes, timeout: float = 10.0) -> bytes:
+    """Send raw bytes on a fresh connection; return everything the server answers until it closes."""
+    with socket.create_connection(server.server_address, timeout=timeout) as sock:
+        sock.sendall(data)
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+
+def test_hostile_8kb_prompt_is_refused_at_once(server: LLMServer, toy: list[Task]) -> None:
+    """The old template regex backtracked for minutes on this ~9 KB message, blocking a worker."""
+    system = render_messages(DRAFT_ACTION, {"task": toy[0]})[0]
+    hostile = (
+        "<task_id>"
+        + "</task_id> <agent></agent> <decision></decision> <failed_attempts></failed_attempts>\n\n<state_text>\n"
+        * 80
+        + "x"
+    )
+    body = json.dumps({"model": "m", "messages": [system, {"role": "user", "content": hostile}]}).encode()
+    assert len(body) > 8000
+    status, reply = _post(server.base_url + "/chat/completions", body, timeout=10)
+    assert status == 400 and "not a cm_gym prompt" in reply["error"]["message"]
+    good = json.dumps({"model": "m", "messages": render_messages(DRAFT_ACTION, {"task": toy[0]})}).encode()
+    assert _post(server.base_url + "/chat/completions", good)[0] == 200
+
+
+def test_body_size_limit_and_malformed_http(server: LLMServer) -> None:
+    big = _raw(server, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\n")
+    assert big.startswith(b"HTTP/1.1 413 ") and b"limit" in big
+    assert _raw(server, b"GARBAGE\r\n\r\n").startswith(b"HTTP/1.1 400 ")
+    chunked = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+    )
+    assert _raw(server, chunked).startswith(b"HTTP/1.1 411 ")
+    assert _raw(server, b"POST /v1/chat/completions HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 411 ")
+    huge_head = b"GET /v1/models HTTP/1.1\r\nX-Pad: " + b"a" * 40000 + b"\r\n\r\n"
+    assert _raw(server, huge_head).startswith(b"HTTP/1.1 431 ")
+    assert _raw(server, b"DELETE /v1/models HTTP/1.1\r\nConnection: close\r\n\r\n").startswith(
+        b"HTTP/1.1 405 "
+    )
+    # it still serves, with keep-alive: two requests on one connection
+    two = _raw(server, b"GET /v1/models HTTP/1.1\r\n\r\nGET /v1/models HTTP/1.1\r\nConnection: close\r\n\r\n")
+    assert two.count(b"HTTP/1.1 200 OK") == 2
+
+
+@pytest.mark.parametrize("server", [{"idle_timeout_s": 0.5}], indirect=True)
+def test_idle_connections_are_released_and_do_not_block_others(server: LLMServer, toy: list[Task]) -> None:
+    idle = [socket.create_connection(server.server_address, timeout=10) for _ in range(300)]
+    partial = socket.create_connection(server.server_address, timeout=10)
+    partial.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Le")  # a slow client
+    try:
+        client = OpenAICompatibleLLM(base_url=server.base_url, model="probe", max_retries=0, timeout=10)
+        assert client.complete(DRAFT_ACTION, {"task": toy[1]}).text.startswith("```")  # not starved
+        for sock in [*idle[:5], partial]:
+            assert sock.recv(1) == b""  # the server closed it after the idle timeout
+    finally:
+        for sock in [*idle, partial]:
+            sock.close()
+
+
+def test_fifty_parallel_requests_are_all_answered(server: LLMServer, toy: list[Task]) -> None:
+    """Each on a new connection, all at once: the old backlog of 5 reset a third of them."""
+    bodies = [
+        json.dumps(
+            {"model": "m", "messages": render_messages(DRAFT_ACTION, {"task": toy[i % len(toy)]})}
+        ).encode()
+        for i in range(50)
+    ]
+    statuses: list[Any] = [None] * 50
+    barrier = threading.Barrier(50)
+
+    def one(i: int) -> None:
+        barrier.wait()
+        try:
+            statuses[i] = _post(server.base_url + "/chat/completions", bodies[i], Connection="close")[0]
+        except OSError as exc:  # a reset connection
+            statuses[i] = repr(exc)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert statuses == [200] * 50
+    assert server.request_count == 50
+
+
+@pytest.mark.parametrize("server", [{"api_key": "s3cret"}], indirect=True)
+def test_api_key_is_required_when_set(server: LLMServer, toy: list[Task]) -> None:
+    wrong = OpenAICompatibleLLM(base_url=server.base_url, model="probe", api_key="nope", max_retries=2)
+    with pytest.raises(LLMError, match="refused"):
+        wrong.complete(DRAFT_ACTION, {"task": toy[0]})
+    assert wrong.requests == 1  # 401 is not retried
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=server.base_url, api_key="nope", max_retries=0).models.list()
+    right = OpenAICompatibleLLM(base_url=server.base_url, model="probe", api_key="s3cret", max_retries=0)
+    assert right.complete(DRAFT_ACTION, {"task": toy[0]}).text.startswith("```")
+    assert server.request_count == 1  # refused requests never reach the backend
+
+
+@pytest.mark.parametrize("server", [{"latency_s": 0.3, "workers": 1}], indirect=True)
+def test_artificial_latency_holds_no_worker(server: LLMServer, toy: list[Task]) -> None:
+    """With one worker and 0.3 s latency, 6 concurrent requests overlap their waits (the latency is
+    an asyncio sleep, as a real model's would be a remote wait); checked by counting in-flight
+    replies, not by timing."""
+    starts: list[float] = []
+    ends: list[float] = []
+
+    def one(i: int) -> None:
+        client = OpenAICompatibleLLM(base_url=server.base_url, model="probe", max_retries=0)
+        starts.append(time.monotonic())
+        client.complete(DRAFT_ACTION, {"task": toy[i]})
+        ends.append(time.monotonic())
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert len(ends) == 6
+    # every request started before the first one finished: they were in flight together
+    assert max(starts) < min(ends)
