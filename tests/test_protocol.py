@@ -103,6 +103,7 @@ def test_unfrozen_store_and_missing_store_are_refused(small_run: Any, tmp_path: 
 
 def test_store_of_another_benchmark_is_refused(tmp_path: Path) -> None:
     from cm_gym.memory.store import RecordStore
+
     with RecordStore(tmp_path / "toy.sqlite", domain="toycmp", benchmark="ProtocolToy") as store:
         store.freeze(tmp_path / "toy-snap.sqlite")
     with pytest.raises(ProtocolError, match="toycmp"):

@@ -29,7 +29,7 @@ import sqlite3
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -247,21 +247,42 @@ class ResponseCache:
             raise CacheCorruptError(f"{self.path}: a cached value is not valid: {exc}") from exc
 
     # -- whole-file access (stats, export, import) ----------------------------------------------
-    def rows(self) -> Iterator[tuple[str, str, str, float, bytes | None]]:
-        """Every row as ``(key, template, value JSON, created, request blob or None)``, by key."""
+    def rows(self, chunk: int = 1000) -> Iterator[tuple[str, str, str, float, bytes | None]]:
+        """Every row as ``(key, template, value JSON, created, request blob or None)``, by key,
+        read `chunk` rows at a time (a large cache is never loaded whole)."""
         if self._conn is None:
             return
+        conn = self._conn
         select = "request" if self._has_request else "NULL"
-        with self._lock:
-            rows = self._retrying(
-                lambda: self._conn.execute(  # type: ignore[union-attr]
-                    f"SELECT key, template, value, created, {select} FROM responses ORDER BY key"
-                ).fetchall(),
-                "reading",
-            )
-        yield from rows
+        sql = f"SELECT key, template, value, created, {select} FROM responses WHERE key > ? ORDER BY key LIMIT ?"
+        last = ""
+        while True:
+            with self._lock:
+                batch = self._retrying(lambda k=last: conn.execute(sql, (k, chunk)).fetchall(), "reading")
+            yield from batch
+            if len(batch) < chunk:
+                return
+            last = batch[-1][0]
 
-    def insert_rows(self, rows: list[tuple[str, str, str, float, bytes | None]]) -> int:
+    def values_of(self, keys: Sequence[str]) -> dict[str, str]:
+        """The stored value JSON of those of `keys` that are cached."""
+        if self._conn is None or not keys:
+            return {}
+        conn, out = self._conn, {}
+        for i in range(0, len(keys), 500):
+            part = list(keys[i : i + 500])
+            marks = ", ".join("?" * len(part))
+            with self._lock:
+                found = self._retrying(
+                    lambda p=part, m=marks: conn.execute(
+                        f"SELECT key, value FROM responses WHERE key IN ({m})", p
+                    ).fetchall(),
+                    "reading",
+                )
+            out.update(found)
+        return out
+
+    def insert_rows(self, rows: Iterable[tuple[str, str, str, float, bytes | None]]) -> int:
         """Insert rows in one transaction (all or nothing); existing keys are left alone.
         Returns how many were new."""
         if self._conn is None or self.mode != "rw" or not self.writable:

@@ -85,7 +85,9 @@ def parse_alternatives(text: str, action: str) -> list[str]:
         if not text.strip():
             logger.debug("GENERATE_LOCAL_ALTERNATIVES reply is empty: no edits")
             return []
-        logger.warning("GENERATE_LOCAL_ALTERNATIVES reply has no 'EDIT <n>' block; raw reply: %r", text[:_LOGGED])
+        logger.warning(
+            "GENERATE_LOCAL_ALTERNATIVES reply has no 'EDIT <n>' block; raw reply: %r", text[:_LOGGED]
+        )
         return []
     out: list[str] = []
     for i, header in enumerate(headers[:MAX_EDIT_BLOCKS]):
@@ -93,7 +95,9 @@ def parse_alternatives(text: str, action: str) -> list[str]:
         block = text[header.end() : end]
         rep, wit = _REPLACE.search(block), _WITH.search(block)
         if rep is None or wit is None or wit.start() < rep.end():
-            logger.warning("EDIT %s lacks REPLACE:/WITH:; skipped. Raw block: %r", header.group(1), block[:_LOGGED])
+            logger.warning(
+                "EDIT %s lacks REPLACE:/WITH:; skipped. Raw block: %r", header.group(1), block[:_LOGGED]
+            )
             continue
         fragment = _clean(block[rep.end() : wit.start()])
         replacement = _clean(block[wit.end() :])
@@ -195,6 +199,8 @@ def parse_judge(text: str, n: int) -> int:
     if m is not None and 1 <= int(m.group(1)) <= n:
         return int(m.group(1))
     logger.warning(
-        "BEST_OF_N_JUDGE reply has no valid CHOICE in 1..%d; falling back to 1. Raw reply: %r", n, text[:_LOGGED]
+        "BEST_OF_N_JUDGE reply has no valid CHOICE in 1..%d; falling back to 1. Raw reply: %r",
+        n,
+        text[:_LOGGED],
     )
     return 1

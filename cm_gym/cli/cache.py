@@ -1,0 +1,104 @@
+"""`cm-gym cache`: the LLM response cache as a portable artefact.
+
+cm-gym cache stats  [--llm-cache PATH] [--json]
+cm-gym cache export OUT [--llm-cache PATH]          (JSON Lines; OUT ending in .gz is gzip'ed)
+cm-gym cache import FILE [--llm-cache PATH] [--skip-conflicts] [--allow-unverified]
+
+PATH defaults to the default response cache, ``$CM_GYM_CACHE/llm/responses.sqlite``. Export and
+stats never write to the cache; import verifies the whole file first and adds everything in one
+transaction, or nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("cache", help="inspect, export or import the LLM response cache")
+    csub = p.add_subparsers(dest="cache_command", metavar="ACTION")
+    csub.required = True
+
+    def with_path(q: argparse.ArgumentParser) -> None:
+        q.add_argument(
+            "--llm-cache",
+            default=None,
+            help="response cache file (default: $CM_GYM_CACHE/llm/responses.sqlite)",
+        )
+
+    q = csub.add_parser("stats", help="entries, size, tokens recorded, per template and model")
+    with_path(q)
+    q.add_argument("--json", action="store_true", help="print the summary as JSON")
+    q.set_defaults(func=run_stats)
+    q = csub.add_parser("export", help="write the cache as a portable, checksummed JSON Lines file")
+    q.add_argument("out", type=Path, help="file to write (.jsonl, or .jsonl.gz for gzip)")
+    with_path(q)
+    q.set_defaults(func=run_export)
+    q = csub.add_parser("import", help="verify an exported file and merge it into the cache")
+    q.add_argument("file", type=Path, help="a file written by `cm-gym cache export`")
+    with_path(q)
+    q.add_argument(
+        "--skip-conflicts",
+        action="store_true",
+        help="import what does not conflict; keep the cached reply where the file has another",
+    )
+    q.add_argument(
+        "--allow-unverified",
+        action="store_true",
+        help="also import entries without a stored request (their key cannot be verified)",
+    )
+    q.set_defaults(func=run_import)
+
+
+def _cache(args: argparse.Namespace, mode: str):  # noqa: ANN202 - ResponseCache, imported lazily
+    from cm_gym.llm.cache import ResponseCache, resolve_cache_path
+
+    return ResponseCache(resolve_cache_path(args.llm_cache), mode)
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    from cm_gym.llm.cache_io import cache_summary
+
+    with _cache(args, "ro") as cache:
+        summary = cache_summary(cache)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"cache         {summary['path']} ({summary['bytes'] / 1e6:.1f} MB)")
+    print(f"entries       {summary['entries']:,} ({summary['without_request']:,} without a stored request)")
+    print(f"tokens        {summary['tokens_recorded']:,} recorded (what replaying them all saves)")
+    print("templates     " + (", ".join(f"{k} {v:,}" for k, v in summary["templates"].items()) or "-"))
+    print("models        " + (", ".join(f"{k} {v:,}" for k, v in summary["models"].items()) or "-"))
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from cm_gym.llm.cache_io import export_cache
+
+    with _cache(args, "ro") as cache:
+        count = export_cache(cache, args.out)
+        print(f"exported {count:,} entries of {cache.path} to {args.out}")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from cm_gym.llm.cache_io import import_cache
+
+    with _cache(args, "rw") as cache:
+        report = import_cache(
+            cache, args.file, skip_conflicts=args.skip_conflicts, allow_unverified=args.allow_unverified
+        )
+        print(
+            f"imported {report.added:,} new entries into {cache.path} ({report.read:,} read, "
+            f"{report.present:,} already cached, {report.unverified:,} unverified)"
+        )
+    if report.conflicts:
+        print(
+            f"kept the cached reply for {len(report.conflicts)} conflicting entries: "
+            + ", ".join(report.conflicts[:5]),
+            file=sys.stderr,
+        )
+    return 0
