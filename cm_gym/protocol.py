@@ -159,6 +159,7 @@ def build_snapshot(
     """Construct memory on T_build (Algorithm 1, lines 3–14) and freeze it into a snapshot."""
     from cm_gym.memory.construction import ConstructionConfig, build_memory
     from cm_gym.memory.store import RecordStore
+    from cm_gym.prefetch import prefetch_first_drafts
 
     domain = get_domain(prepared.spec.domain_name)
     mem_dir = Path(cfg.out_dir) / "memory"
@@ -167,6 +168,9 @@ def build_snapshot(
     build_tasks = [prepared.tasks[i] for i in prepared.split.build]
     llm = llm if llm is not None else make_protocol_llm(cfg, prepared)
     with RecordStore(store_path, domain=domain.name, benchmark=prepared.spec.name) as store:
+        # the first draft of every task depends on no memory: ask for them all at once (real LLMs)
+        todo = [t for t in build_tasks if t.task_id not in store.processed_task_ids]
+        prefetch_first_drafts(llm, domain, todo, cfg.agent, concurrency=cfg.concurrency)
         summary = build_memory(
             domain,
             build_tasks,
@@ -276,6 +280,7 @@ def evaluate_policies(
     # score_drafts: when memory changed the action, also check the memory-free draft on a fork
     # (never charged to any counter) so "worse than the draft" can be reported beside harmful use.
     env = make_env(cfg, snapshot, prepared.split.eval, llm, task_order="sequential", score_drafts=True)
+    prefetch = _EpisodePrefetch(cfg, snapshot, prepared, llm)
     results: dict[str, Any] = {}
     episodes_of: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for name in cfg.policies:
@@ -285,6 +290,7 @@ def evaluate_policies(
                 per_seed[seed] = next(iter(per_seed.values()))
                 continue
             policy = make_policy(name, env, seed, checkpoints.get(seed))
+            prefetch(name, seed, policy, checkpoints.get(seed))
             per_seed[seed] = run_episodes(env, policy, prepared.split.eval)
         episodes_of[name] = per_seed
         summaries = [summarize(eps) for eps in per_seed.values()]
@@ -299,7 +305,43 @@ def evaluate_policies(
             if name != "none":
                 results[name]["paired_vs_none"] = [paired(base, eps) for eps in per_seed.values()]
     env.close()
+    prefetch.close()
     return results
+
+
+class _EpisodePrefetch:
+    """With a real LLM behind a writable cache and `cfg.concurrency` > 1: before a policy's
+    evaluation episodes run (one by one, as always), play them all in lockstep on a second env whose
+    LLM only records, and fetch their calls concurrently. The episodes then replay from the cache:
+    the results are those of the sequential run, whatever the concurrency."""
+
+    def __init__(self, cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, llm: Any) -> None:
+        from cm_gym.llm.batch import RecordingLLM
+        from cm_gym.prefetch import cached_llm_of
+
+        self.cached = cached_llm_of(llm) if cfg.concurrency > 1 else None
+        self.cfg, self.task_ids, self.env = cfg, prepared.split.eval, None
+        if self.cached is not None:
+            self.env = make_env(
+                cfg, snapshot, self.task_ids, RecordingLLM(self.cached), task_order="sequential"
+            )
+
+    def __call__(self, name: str, seed: int, policy: Any, checkpoint: str | None) -> None:
+        if self.env is None or self.cached is None:
+            return
+        from cm_gym.prefetch import prefetch_episodes
+
+        ahead = make_policy(name, self.env, seed, checkpoint) if name == "oracle" else policy
+        stats = prefetch_episodes(
+            self.env, ahead, self.task_ids, self.cached, concurrency=self.cfg.concurrency
+        )
+        logger.info(
+            "prefetched %d LLM calls for %s (seed %d) in %.1f s", stats.calls, name, seed, stats.seconds
+        )
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()
 
 
 def run_protocol(

@@ -57,6 +57,17 @@ class PhaseBar:
             self.bar = None
 
 
+def llm_line(stats: dict) -> str:
+    """One line on what the LLM cost: live calls and tokens vs replies replayed from the cache."""
+    if not stats:
+        return "\nLLM: not cached (the simulated LLM: nothing to pay)"
+    return (
+        f"\nLLM: {stats.get('live_calls', 0):,} live calls ({stats.get('live_tokens', 0):,} tokens); "
+        f"{stats.get('hits', 0):,} replies replayed from the cache ({stats.get('tokens_saved', 0):,} tokens "
+        f"not spent again); cache mode {stats.get('mode')}"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     cfg = config_from(args)
     started = time.perf_counter()
@@ -68,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     results["timings"]["total_seconds"] = elapsed
     (Path(cfg.out_dir) / "results.json").write_text(json.dumps(results, indent=2, default=str))
     print(results_table(results))
+    print(llm_line(results.get("llm") or {}))
     print(f"\nresults: {Path(cfg.out_dir) / 'results.json'}; plots: {', '.join(str(p) for p in plots)}")
     print(f"total time {elapsed:.1f} s")
     return 0

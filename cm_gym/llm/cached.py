@@ -72,7 +72,7 @@ class CachedLLM:
         self.name = getattr(inner, "name", "llm")
         self.concurrency = max(1, int(concurrency))
         self.live_calls = 0  # backend calls made through this wrapper (prefetch included)
-        self.live_tokens = 0
+        self.live_prompt_tokens = self.live_completion_tokens = 0
         self._identity = backend_identity(inner)
         self._flights: dict[str, Future[Completion]] = {}
         self._flight_lock = threading.Lock()
@@ -109,7 +109,8 @@ class CachedLLM:
         """Record fresh replies in one transaction (see `store`)."""
         with self._count_lock:
             self.live_calls += len(items)
-            self.live_tokens += sum(c.total_tokens for _, c in items)
+            self.live_prompt_tokens += sum(c.prompt_tokens for _, c in items)
+            self.live_completion_tokens += sum(c.completion_tokens for _, c in items)
         stored = self.cache.put_many(
             [
                 (
@@ -182,6 +183,10 @@ class CachedLLM:
         from cm_gym.llm.batch import fetch_all
 
         return fetch_all(self, list(seen.values()), concurrency=self.concurrency).calls
+
+    @property
+    def live_tokens(self) -> int:
+        return self.live_prompt_tokens + self.live_completion_tokens
 
     def stats(self) -> dict[str, Any]:
         """Cache counters plus the live backend calls and tokens spent through this wrapper."""

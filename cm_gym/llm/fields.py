@@ -189,12 +189,17 @@ def to_text(name: str, value: Any) -> str:
     return str(value)
 
 
+def field_limit(name: str) -> int:
+    """The truncation limit (characters) of one prompt field."""
+    return FIELD_LIMITS.get(name, _SHORT_LIMIT)
+
+
 def derive_field(name: str, fields: Mapping[str, Any]) -> str:
     """The rendered value of one string field: given or derived, converted, truncated."""
     value = fields.get(name)
     if value is None:
         value = _derive(name, fields)
-    return truncate(to_text(name, value), FIELD_LIMITS.get(name, _SHORT_LIMIT))
+    return truncate(to_text(name, value), field_limit(name))
 
 
 def render_record(fields: Mapping[str, Any], show_condition: bool = True) -> str:
