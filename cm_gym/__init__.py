@@ -28,4 +28,21 @@ def _register_builtins() -> None:
     load_builtin_domains()
 
 
+def _preload_in_forkserver() -> None:
+    """Worker processes of SB3's ``SubprocVecEnv`` (and any ``forkserver`` pool) are forked from a
+    server process that never imported cm_gym, so ``gym.make("cm_gym/SQL-v0")`` there fails with
+    ``NamespaceNotFound`` (the parent only sees ``ConnectionResetError``). Ask multiprocessing to
+    import cm_gym in that server too; this takes effect if the server has not started yet."""
+    try:
+        from multiprocessing import forkserver
+    except ImportError:  # pragma: no cover - platforms without forkserver
+        return
+    current = list(
+        getattr(getattr(forkserver, "_forkserver", None), "_preload_modules", None) or ["__main__"]
+    )
+    if __name__ not in current:
+        forkserver.set_forkserver_preload([*current, __name__])
+
+
 _register_builtins()
+_preload_in_forkserver()

@@ -7,10 +7,13 @@ reaches a domain through the registry, never by importing it.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from cm_gym.llm.base import LLM
 from cm_gym.registry import BenchmarkSpec
@@ -22,6 +25,11 @@ SPLIT_NAMES = ("build", "train", "validation", "eval", "all")
 SPLIT_SEED = 12345
 RETRIEVAL_MODES = ("matched", "random", "shuffled", "none")
 TASK_ORDERS = ("random", "sequential")
+RENDER_MODES = (None, "ansi", "rgb_array")
+#: Keys `reset(options=...)` understands: ``task_id`` plays that task instead of drawing one.
+RESET_OPTIONS = ("task_id",)
+#: Weights for which 0 is meaningless: no reward for solving, or a zero token normaliser.
+POSITIVE_WEIGHTS = ("solve", "token_scale")
 DEFAULT_REWARD_WEIGHTS: Mapping[str, float] = {
     "solve": 1.0,  # paid once, at the final decision, when the task is solved
     "calls": 0.15,  # λ_w per evaluator call
@@ -53,6 +61,45 @@ def _benchmark_tasks(name: str) -> tuple[Task, ...]:
     return tasks
 
 
+def _int_arg(name: str, value: Any, lo: int, hi: int | None = None) -> int:
+    """`value` as an int in lo..hi, or one `EnvConfigError` (bools and floats are refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise EnvConfigError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    if value < lo or (hi is not None and value > hi):
+        span = f"in {lo}..{hi}" if hi is not None else f">= {lo}"
+        raise EnvConfigError(f"{name} must be {span}, got {value}")
+    return int(value)
+
+
+def check_reward_weights(weights: Any) -> dict[str, float]:
+    """The full weight mapping (defaults updated by `weights`), refusing unknown keys, non-numbers,
+    NaN / inf, negative penalties, and a zero solve reward or token scale (meaningless)."""
+    if weights is None:
+        return dict(DEFAULT_REWARD_WEIGHTS)
+    if not isinstance(weights, Mapping):
+        raise EnvConfigError(f"reward_weights must be a dict, got {type(weights).__name__}")
+    unknown = set(weights) - set(DEFAULT_REWARD_WEIGHTS)
+    if unknown:
+        raise EnvConfigError(
+            f"unknown reward weight(s) {sorted(map(str, unknown))}; known: {sorted(DEFAULT_REWARD_WEIGHTS)}"
+        )
+    out = dict(DEFAULT_REWARD_WEIGHTS)
+    for key, value in weights.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise EnvConfigError(f"reward weight {key!r} must be a number, got {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise EnvConfigError(f"reward weight {key!r} must be finite, got {value}")
+        if key in POSITIVE_WEIGHTS and value <= 0:
+            raise EnvConfigError(f"reward weight {key!r} must be > 0, got {value}")
+        if value < 0:
+            raise EnvConfigError(
+                f"reward weight {key!r} must be >= 0 (it is subtracted as a penalty), got {value}"
+            )
+        out[key] = value
+    return out
+
+
 def check_arguments(
     *,
     retrieval: str,
@@ -63,6 +110,7 @@ def check_arguments(
     agent: str,
     render_mode: str | None,
     reward_weights: Mapping[str, float] | None,
+    token_budget: int = 20_000,
 ) -> None:
     """Refuse unusable scalar arguments with one clear `EnvConfigError` before any work starts."""
     from cm_gym.agent import AGENT_KINDS
@@ -72,19 +120,31 @@ def check_arguments(
         raise EnvConfigError(f"retrieval must be one of {RETRIEVAL_MODES}, got {retrieval!r}")
     if task_order not in TASK_ORDERS:
         raise EnvConfigError(f"task_order must be one of {TASK_ORDERS}, got {task_order!r}")
-    if not 0 <= k <= N_SLOTS:
-        raise EnvConfigError(f"k must be in 0..{N_SLOTS} (the selector has {N_SLOTS} slots), got {k}")
-    if max_decisions < 1 or (max_evaluator_calls is not None and max_evaluator_calls < 1):
-        raise EnvConfigError("max_decisions and max_evaluator_calls must be at least 1")
+    _int_arg("k", k, 0, N_SLOTS)
+    _int_arg("max_decisions", max_decisions, 1)
+    if max_evaluator_calls is not None:
+        _int_arg("max_evaluator_calls", max_evaluator_calls, 1)
+    _int_arg("token_budget", token_budget, 1)
     if agent not in AGENT_KINDS:
         raise EnvConfigError(f"agent must be one of {AGENT_KINDS}, got {agent!r}")
-    if render_mode not in (None, "ansi"):
-        raise EnvConfigError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-    unknown = set(reward_weights or {}) - set(DEFAULT_REWARD_WEIGHTS)
-    if unknown:
+    if render_mode not in RENDER_MODES:
+        raise EnvConfigError(f"render_mode must be one of {RENDER_MODES}, got {render_mode!r}")
+    check_reward_weights(reward_weights)
+
+
+def check_reset_options(options: Any) -> dict[str, Any]:
+    """`reset(options=...)`: None or a dict whose keys are among `RESET_OPTIONS`."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
         raise EnvConfigError(
-            f"unknown reward weight(s) {sorted(unknown)}; known: {sorted(DEFAULT_REWARD_WEIGHTS)}"
+            f"reset(options=...) must be a dict such as {{'task_id': 'sqlgen-00012'}} or None, "
+            f"got {type(options).__name__}"
         )
+    unknown = sorted(str(k) for k in options if k not in RESET_OPTIONS)
+    if unknown:
+        raise EnvConfigError(f"unknown reset option(s) {unknown}; known: {list(RESET_OPTIONS)}")
+    return dict(options)
 
 
 def resolve_tasks(spec: BenchmarkSpec, tasks: str | Sequence[Task | str]) -> tuple[Task, ...]:

@@ -13,14 +13,17 @@ import numpy as np
 
 from cm_gym import features as F
 from cm_gym.agent import BaseAgent, Cost, reuse_label
+from cm_gym.envs._actions import InvalidActionError, action_index
 from cm_gym.envs._loading import (
-    DEFAULT_REWARD_WEIGHTS,
     EnvConfigError,
     check_arguments,
+    check_reset_options,
+    check_reward_weights,
     resolve_llm,
     resolve_store,
     resolve_tasks,
 )
+from cm_gym.envs._pickling import RebuildOnUnpickle
 from cm_gym.envs._profiling import TimedEvaluator, TimedLLM, Timings
 from cm_gym.llm.base import LLM
 from cm_gym.memory.embedding import Embedder
@@ -29,13 +32,10 @@ from cm_gym.registry import get_benchmark, get_domain
 from cm_gym.types import Action, AgentState, CmGymError, Outcome, Task
 
 logger = logging.getLogger(__name__)
+__all__ = ["InvalidActionError", "MemorySelectionEnv"]
 
 
-class InvalidActionError(CmGymError):
-    """strict_actions=True and the policy chose a masked (or out-of-range) action."""
-
-
-class MemorySelectionEnv(gym.Env[np.ndarray, np.int64]):
+class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
     """Selector environment of CounterMem (paper Section 3.4, Appendix C; SPEC §4).
 
     ## Description
@@ -60,10 +60,16 @@ class MemorySelectionEnv(gym.Env[np.ndarray, np.int64]):
     ## Action Space
 
     ``Discrete(5)``: 0 = skip memory (execute the draft), j ∈ 1..4 = revise with slot j. The mask
-    ``[1, valid_1, …, valid_4]`` is exposed as `action_masks()` (sb3-contrib), as
-    ``info["action_mask"]`` (Gymnasium) and through the validity features of the observation. A
-    masked action runs as skip with ``info["invalid_action"] = True`` (``strict_actions=True``
-    raises `InvalidActionError` instead).
+    ``[1, valid_1, …, valid_4]`` is `action_masks()` (sb3-contrib; through wrappers
+    ``env.get_wrapper_attr("action_masks")()``), ``info["action_mask"]`` and the validity features.
+    A masked in-range action runs as skip with ``info["invalid_action"] = True``
+    (``strict_actions=True`` raises `InvalidActionError`). A non-integer or out-of-range action
+    (7, −1, 1.5, "1", nan, ``True``, arrays of size ≠ 1) raises it in every mode (`envs._actions`).
+
+    ## Rendering and pickling
+
+    ``render_mode="ansi"``: the decision as text; ``"rgb_array"``: that text in a fixed-size uint8
+    frame (`envs._render`). ``pickle`` round-trips the env mid-episode (`envs._pickling`).
 
     ## Rewards
 
@@ -105,7 +111,7 @@ class MemorySelectionEnv(gym.Env[np.ndarray, np.int64]):
       so a use can be compared with what the draft alone would have scored).
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"]}
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -133,6 +139,9 @@ class MemorySelectionEnv(gym.Env[np.ndarray, np.int64]):
         profile: bool = False,
         render_mode: str | None = None,
     ) -> None:
+        self._init_kwargs: dict[str, Any] = {
+            k: v for k, v in locals().items() if k not in ("self", "__class__")
+        }
         check_arguments(
             retrieval=retrieval,
             task_order=task_order,
@@ -142,13 +151,11 @@ class MemorySelectionEnv(gym.Env[np.ndarray, np.int64]):
             agent=agent,
             render_mode=render_mode,
             reward_weights=reward_weights,
+            token_budget=token_budget,
         )
         self.benchmark_spec = get_benchmark(benchmark)
         self.benchmark = self.benchmark_spec.name
-        domain_name = getattr(self.benchmark_spec.domain, "name", None)
-        if not isinstance(domain_name, str):
-            domain_name = self.benchmark_spec.domain().name
-        self.domain = get_domain(domain_name)
+        self.domain = get_domain(self.benchmark_spec.domain_name)
         self.tasks: tuple[Task, ...] = resolve_tasks(self.benchmark_spec, tasks)
         foreign = sorted({t.domain for t in self.tasks} - {self.domain.name})
         if foreign:
@@ -166,7 +173,7 @@ class MemorySelectionEnv(gym.Env[np.ndarray, np.int64]):
         self.max_evaluator_calls = int(max_evaluator_calls or max_decisions)
         self.token_budget, self.use_conditions, self.retrieval = int(token_budget), use_conditions, retrieval
         self.strict_actions, self.task_order, self.render_mode = strict_actions, task_order, render_mode
-        self.reward_weights = {**DEFAULT_REWARD_WEIGHTS, **(reward_weights or {})}
+        self.reward_weights = check_reward_weights(reward_weights)
         self.timings = Timings()
         self.profile, self.score_drafts = profile, score_drafts
         self.llm = resolve_llm(llm, llm_seed, self.tasks, cache=llm_cache, cache_mode=llm_cache_mode)
@@ -272,6 +279,7 @@ class MemorySelectionEnv(gym.Env[np.ndarray, np.int64]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
+        options = check_reset_options(options)
         super().reset(seed=seed)
         self._task = self._next_task(options, seeded=seed is not None)
         self._state = AgentState(self._task)
@@ -287,16 +295,16 @@ class MemorySelectionEnv(gym.Env[np.ndarray, np.int64]):
         return self._mask.copy()
 
     def _resolve_action(self, action: Any) -> tuple[int, bool]:
-        try:
-            a = int(np.asarray(action).item())
-        except (TypeError, ValueError):
-            a = -1
-        valid = 0 <= a < F.N_ACTIONS and bool(self._mask[a])
-        if not valid and self.strict_actions:
+        """(action to run, whether it was masked). A non-integer or out-of-range action raises in
+        every mode; a masked in-range one runs as skip unless `strict_actions`."""
+        a = action_index(action, F.N_ACTIONS)
+        if self._mask[a]:
+            return a, False
+        if self.strict_actions:
             raise InvalidActionError(
-                f"action {action!r} is masked; valid actions: {np.flatnonzero(self._mask).tolist()}"
+                f"action {a} is masked (strict_actions=True); valid actions: {np.flatnonzero(self._mask).tolist()}"
             )
-        return (a, False) if valid else (0, True)
+        return 0, True
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._done or self._state is None:
@@ -376,16 +384,18 @@ class MemorySelectionEnv(gym.Env[np.ndarray, np.int64]):
         simulated LLM the answer is what `step(action)` would get. A masked action peeks skip."""
         if self._done or self._state is None:
             raise CmGymError("peek() needs an episode in progress: call reset() first")
-        a = int(action)
-        a = a if 0 <= a < F.N_ACTIONS and self._mask[a] else 0
+        a = action_index(action, F.N_ACTIONS)
+        a = a if self._mask[a] else 0
         text = self._draft
         if a > 0:
             view = record_view(self._retrieved[a - 1].record, show_condition=self.use_conditions)
             text = self._agent.revise(self._state, self._draft, view, Cost())
         return self.evaluator.check(self._state.fork(), Action(text))
 
-    def render(self) -> str | None:
-        if self.render_mode != "ansi":
+    def render(self) -> str | np.ndarray | None:
+        """The decision as text (``"ansi"``) or as an RGB frame of that text (``"rgb_array"``)."""
+        if self.render_mode is None:
+            gym.logger.warn("render() called with render_mode=None: pass render_mode='ansi' or 'rgb_array'")
             return None
         lines = [
             f"task {self._task.task_id if self._task else '-'} decision {self._decisions}/{self.max_decisions}"
@@ -393,7 +403,12 @@ class MemorySelectionEnv(gym.Env[np.ndarray, np.int64]):
         lines.append(f"draft: {self._draft}")
         for j, r in enumerate(self._retrieved, start=1):
             lines.append(f"slot {j}: {r.record.record_id} rel={r.relevance:.3f} u={r.record.u:+.2f}")
-        return "\n".join(lines)
+        text = "\n".join(lines)
+        if self.render_mode == "ansi":
+            return text
+        from cm_gym.envs._render import text_frame
+
+        return text_frame(text)
 
     @property
     def store_path(self) -> Path:

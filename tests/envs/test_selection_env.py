@@ -173,8 +173,8 @@ def test_invalid_action_runs_as_skip_or_raises_in_strict_mode(toy_store_path: Pa
     _, _, _, _, info = env.step(3)
     assert info["invalid_action"] and info["selected"] == 0 and info["record_id"] is None
     env.reset(options={"task_id": STRICT})
-    _, _, _, _, info = env.step(7)  # outside the action space
-    assert info["invalid_action"]
+    with pytest.raises(InvalidActionError, match="outside"):
+        env.step(7)  # outside the action space: refused in every mode
     strict = make(toy_store_path, strict_actions=True)
     strict.reset(options={"task_id": STRICT})
     with pytest.raises(InvalidActionError, match="masked"):
