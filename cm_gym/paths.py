@@ -12,6 +12,10 @@ class DataNotFoundError(CmGymError):
     """The real-data folder (CM_GYM_DATA or ../shared/data) is missing."""
 
 
+class CacheError(CmGymError):
+    """The cache folder ($CM_GYM_CACHE) cannot be created or written where writing is needed."""
+
+
 def data_root() -> Path:
     """The folder holding the real benchmark subsets: $CM_GYM_DATA, else ``../shared/data`` next
     to the current directory or next to the source checkout. Nothing is ever downloaded."""
@@ -41,7 +45,14 @@ def cache_root() -> Path:
 
 
 def cache_dir(*parts: str) -> Path:
-    """A writable cache folder ($CM_GYM_CACHE, default ~/.cache/cm_gym), created on demand."""
+    """A cache folder under `cache_root()`, created on demand. An existing folder is returned
+    as is, so a read-only cache works for reading; one that cannot be created is a `CacheError`."""
     path = cache_root().joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
+    if not path.is_dir():
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CacheError(
+                f"cannot create the cache folder {path} ({exc.strerror}): set CM_GYM_CACHE to a writable folder"
+            ) from None
     return path

@@ -6,8 +6,10 @@ All value types are small frozen dataclasses, so a *fork* of an `AgentState` is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 # Prompt-field truncation limits in characters (SPEC §3, paper D.8).
@@ -59,6 +61,17 @@ class Task:
     family: str = ""
     features: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     meta: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+def task_digest(tasks: Iterable[Task]) -> str:
+    """sha256 of the tasks' full content (every field, features and meta included, in the given
+    order): two task lists with the same digest are the same benchmark input. Used in cache keys
+    and in ``results.json`` so an edited gold query or prompt never passes for the old one."""
+    h = hashlib.sha256()
+    for task in tasks:
+        h.update(json.dumps(asdict(task), sort_keys=True, default=str, ensure_ascii=False).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import difflib
 import functools
+import hashlib
 import re
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -104,6 +107,14 @@ class Domain(ABC):
     action_kind: ClassVar[str]
     #: how the LLM must format its action, for prompts
     action_format: ClassVar[str] = "Return only the action, in one fenced code block."
+    #: version of the domain's behaviour, part of every cache key built from it (default stores):
+    #: bump it to invalidate. None (default): a hash of the domain package's files, so any edit
+    #: of the domain's code or shipped data rebuilds its cached stores (`code_version`).
+    version: ClassVar[str | None] = None
+
+    def code_version(self) -> str:
+        """`version` if declared, else ``"src-<sha256 of the package's files>"``."""
+        return str(self.version) if self.version is not None else "src-" + source_digest(type(self))
 
     # -- world model -------------------------------------------------------------------------
     @abstractmethod
@@ -171,3 +182,32 @@ class Domain(ABC):
             return fence.group(1).strip()
         m = re.search(r"ACTION:\s*(.*)", text, flags=re.S)
         return (m.group(1) if m else text).strip()
+
+
+_SKIP_DIRS = frozenset({"__pycache__", ".git", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
+
+
+@functools.lru_cache(maxsize=64)
+def _folder_digest(folder: str) -> str:
+    h = hashlib.sha256()
+    root = Path(folder)
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if not path.is_file() or path.suffix in (".pyc", ".pyo") or _SKIP_DIRS & set(rel.parts):
+            continue
+        h.update(rel.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def source_digest(cls: type) -> str:
+    """A hash of the files of the package that defines `cls` (recursively; a class defined in a
+    top-level module: that file). Cached per process."""
+    module = sys.modules.get(cls.__module__)
+    file = getattr(module, "__file__", None)
+    if not file:
+        return "unknown"
+    path = Path(file).resolve()
+    package = getattr(module, "__package__", "") or ""
+    if not package:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return _folder_digest(str(path.parent))

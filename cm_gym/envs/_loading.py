@@ -196,9 +196,14 @@ def resolve_store(
 
         store = default_snapshot(spec.name)
     if isinstance(store, (str, Path)):
-        from cm_gym.memory.snapshot import manifest_path
+        from cm_gym.memory.schema import manifest_path, snapshot_reason
 
         path = Path(store)
+        if path.is_file() and not manifest_path(path).is_file() and snapshot_reason(path):
+            raise StoreNotFrozenError(
+                f"{path} is a frozen snapshot whose manifest {manifest_path(path).name} is missing, so it "
+                "cannot be verified: restore the manifest, or re-freeze it from its live store"
+            )
         if path.is_file() and not manifest_path(path).is_file():
             raise StoreNotFrozenError(
                 f"{path} is a writable record store, not a frozen snapshot: freeze it first "

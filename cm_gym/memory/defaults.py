@@ -2,55 +2,84 @@
 
 `default_snapshot("SQL")` loads the registered benchmark's tasks, splits them with
 `cm_gym.splits.make_split(seed=12345)`, builds memory on the build split with the simulated LLM
-and the domain's evaluator, and freezes it into ``cache_dir("stores")/<benchmark>-<settings
-hash>.sqlite``. A second call (or a second process) reuses the verified snapshot; a file lock
-serialises concurrent builders and the snapshot lands by atomic rename, so a reader never sees a
-half-written file. An interrupted build resumes from its work store.
+and the domain's evaluator, and freezes it into ``cache_dir("stores")/<benchmark>-<key>.sqlite``.
+
+The key hashes everything the records depend on: the build settings, the build tasks' *content*
+(`cm_gym.types.task_digest`: an edited gold query or prompt is a new key), the domain's version
+(`Domain.code_version()`: declared, or a hash of the domain package's files, so an edited plugin
+``distil`` is a new key), the code that builds records (`cm_gym.memory`, the agent loop, the
+simulated LLM), the embedder and the schema. Building logs one line (WARNING, so it is seen) and
+shows a progress bar on stderr (``CM_GYM_PROGRESS=0`` hides it).
+
+Reuse needs no write access: an existing, verified snapshot is returned without taking a lock, so
+a read-only ``CM_GYM_CACHE`` works for everything that only reads. Building takes a file lock, so
+concurrent builders (threads or processes) wait for the first one; the snapshot lands by atomic
+rename, so a reader never sees a half-written file. An interrupted build resumes from its work
+store.
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import hashlib
 import json
 import logging
-from collections.abc import Iterator
+import os
+import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from cm_gym.memory.construction import ConstructionConfig, build_memory
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.errors import StoreError
+from cm_gym.memory.locking import FileLock
 from cm_gym.memory.schema import SCHEMA_VERSION
 from cm_gym.memory.snapshot import FrozenStore
 from cm_gym.memory.store import RecordStore
-from cm_gym.paths import cache_dir
+from cm_gym.paths import CacheError, cache_dir
+from cm_gym.types import Task, task_digest
+
+if TYPE_CHECKING:
+    from cm_gym.domains.base import Domain
+    from cm_gym.registry import BenchmarkSpec
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_SPLIT_SEED = 12345
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock (fcntl) on `path`; a no-op where fcntl does not exist."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - non-POSIX
-        yield
-        return
-    with open(path, "a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+STORES = "stores"
+#: Modules (relative to the cm_gym package) whose code shapes the records of a default store.
+_CORE_SOURCES = ("memory", "agent.py", "llm/simulated.py", "llm/prompts.py", "llm/parsers.py")
 
 
 def settings_key(settings: dict[str, object]) -> str:
     """A short, stable hash of the build settings (part of the cached file name)."""
     blob = json.dumps(settings, sort_keys=True, default=str).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()[:12]
+
+
+@functools.lru_cache(maxsize=1)
+def core_version() -> str:
+    """A hash of the cm_gym sources that build records (construction, admission, the agent loop,
+    the simulated LLM and its prompts)."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for name in _CORE_SOURCES:
+        path = root / name
+        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            if file.is_file():
+                h.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _progress_bar(benchmark: str, total: int) -> Any:
+    """A tqdm bar on stderr, or None when ``CM_GYM_PROGRESS=0``."""
+    if os.environ.get("CM_GYM_PROGRESS", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=f"default {benchmark} store", unit="task", file=sys.stderr, mininterval=1.0)
 
 
 def default_snapshot(
@@ -63,13 +92,14 @@ def default_snapshot(
     max_decisions: int = 3,
 ) -> Path:
     """Path of the benchmark's default frozen store (built on first use). `n_build` limits the
-    build split to its first n tasks; the settings (and the task ids) determine the file name."""
+    build split to its first n tasks."""
     from cm_gym import __version__
-    from cm_gym.llm.simulated import SimulatedLLM
+    from cm_gym.llm.simulated import SIMULATOR_VERSION
     from cm_gym.registry import get_benchmark, get_domain
     from cm_gym.splits import make_split
 
     spec = get_benchmark(benchmark)
+    domain = get_domain(spec.domain_name)
     tasks = list(spec.load_tasks())
     split = make_split(tasks, seed=DEFAULT_SPLIT_SEED, by_env=spec.split_by_env)
     build_ids = list(split.build[:n_build] if n_build is not None else split.build)
@@ -85,23 +115,84 @@ def default_snapshot(
         "embedder": Embedder().embedder_id,
         "schema": SCHEMA_VERSION,
         "cm_gym": __version__,
-        "tasks": hashlib.sha256("\n".join(build_ids).encode()).hexdigest(),
+        "core": core_version(),
+        "simulator": SIMULATOR_VERSION,
+        "domain": domain.name,
+        "domain_version": domain.code_version(),
+        "tasks": task_digest(build_tasks),
+        "n_tasks": len(build_tasks),
     }
-    folder = cache_dir("stores")
+    folder = cache_dir(STORES)
     target = folder / f"{spec.name}-{settings_key(settings)}.sqlite"
-    with _file_lock(folder / f".{target.name}.lock"):
-        if target.is_file():
+    if target.is_file():  # the read-only path: no lock, no write
+        try:
+            FrozenStore.open(target)
+            return target
+        except StoreError as exc:
+            logger.warning("cached snapshot %s is unusable (%s); rebuilding", target, exc)
+    try:
+        lock = FileLock(folder / f".{target.name}.lock", what=f"the default {spec.name} store")
+        lock.acquire(timeout=None)
+    except StoreError as exc:
+        raise CacheError(
+            f"the default {spec.name} store is not in the cache and cannot be built there ({exc}); "
+            "set CM_GYM_CACHE to a writable folder, or pass store= a frozen snapshot"
+        ) from None
+    try:
+        if target.is_file():  # another process built it while we waited
             try:
                 FrozenStore.open(target)
                 return target
             except StoreError as exc:
                 logger.warning("cached snapshot %s is unusable (%s); rebuilding", target, exc)
-        domain = get_domain(spec.domain_name)
-        work = folder / f".{target.stem}.building.sqlite"
-        logger.info(
-            "building the default %s store from %d tasks into %s", spec.name, len(build_tasks), target
+        _build(
+            spec,
+            domain,
+            build_tasks,
+            settings,
+            target,
+            cfg,
+            seed=seed,
+            agent=agent,
+            max_decisions=max_decisions,
         )
-        with RecordStore(work, domain=domain.name, benchmark=spec.name, capacity=cfg.capacity) as store:
+    finally:
+        lock.release()
+    return target
+
+
+def _build(
+    spec: BenchmarkSpec,
+    domain: Domain,
+    build_tasks: list[Task],
+    settings: dict[str, object],
+    target: Path,
+    cfg: ConstructionConfig,
+    *,
+    seed: int,
+    agent: str,
+    max_decisions: int,
+) -> None:
+    from cm_gym.llm.simulated import SimulatedLLM
+
+    name = spec.name
+    work = target.with_name(f".{target.stem}.building.sqlite")
+    logger.warning(
+        "building the default %s store from %d tasks (once; cached as %s, set CM_GYM_CACHE to move it)",
+        name,
+        len(build_tasks),
+        target,
+    )
+    started = time.perf_counter()
+    bar = _progress_bar(name, len(build_tasks))
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.n = done
+            bar.refresh()
+
+    try:
+        with RecordStore(work, domain=domain.name, benchmark=name, capacity=cfg.capacity) as store:
             store.set_meta("build_settings", json.dumps(settings, sort_keys=True, default=str))
             summary = build_memory(
                 domain,
@@ -112,9 +203,17 @@ def default_snapshot(
                 cfg,
                 agent_kind=agent,
                 max_decisions=max_decisions,
+                progress=progress,
             )
-            logger.info("default %s store:\n%s", spec.name, summary.format())
+            logger.info("default %s store:\n%s", name, summary.format())
             store.freeze(target, overwrite=True)
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(work) + suffix).unlink(missing_ok=True)
-    return target
+            n_records = len(store)
+    finally:
+        if bar is not None:
+            bar.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(work) + suffix).unlink(missing_ok=True)
+    work.with_name(f".{work.name}.lock").unlink(missing_ok=True)
+    logger.warning(
+        "default %s store ready: %d records in %.0f s", name, n_records, time.perf_counter() - started
+    )

@@ -27,3 +27,13 @@ class DuplicateRecordError(StoreError):
 
 class EmbedderMismatchError(StoreError):
     """The store was embedded with a different embedder than the reader's."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the store (its writer lock, or a SQLite lock past the busy timeout).
+    Not corruption: wait for the other process, or use another file."""
+
+
+class StoreFullError(StoreError):
+    """The disk (or the database's size limit) is full. The failed transaction was rolled back;
+    everything committed before it is intact."""

@@ -4,23 +4,32 @@ The schema version lives in table `schema_version`. `migrate(conn)` applies one 
 version step (`MIGRATIONS[v]` takes a database at version v to v + 1), each inside its own
 transaction, so a store written by an older cm_gym opens with a newer one. A store written by a
 newer cm_gym, a file that is not SQLite, or a SQLite file that is not a record store gives a
-`StoreError` with a clear message.
+`StoreError` with a clear message. `db_error` maps SQLite's failures to one-line errors that name
+the cause: a lock (`StoreLockedError`, never reported as corruption), a full disk
+(`StoreFullError`), a read-only file or folder, corruption. Concurrent migrations serialise: each
+step re-reads the version inside its ``BEGIN IMMEDIATE`` transaction.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from cm_gym.memory.errors import StoreError
+from cm_gym.memory.errors import StoreError, StoreFullError, StoreLockedError, StoreReadOnlyError
 
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 10_000
+#: Metadata key saying what a file is: "live" (a writable store) or "snapshot" (frozen).
+STORE_KIND = "store_kind"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The schema version of snapshots written before `STORE_KIND` existed.
+LEGACY_SNAPSHOT_VERSION = 2
 
 #: Columns of `records`, in the order rows are read and written.
 RECORD_COLUMNS = (
@@ -93,16 +102,57 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _v0_to_v1, 1: _v1_to_v2}
 
 
+#: SQLite primary result codes (``exc.sqlite_errorcode & 0xFF``) that `db_error` names.
+_BUSY, _LOCKED, _READONLY, _FULL, _CANTOPEN = 5, 6, 8, 13, 14
+
+
+def db_error(path: Path | str, exc: BaseException) -> StoreError:
+    """A one-line `StoreError` subclass for a SQLite (or OS) failure on the store at `path`."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    text = str(exc).lower()
+    if primary in (_BUSY, _LOCKED) or "locked" in text or "busy" in text:
+        return StoreLockedError(
+            f"{path} is locked by another process (for more than {BUSY_TIMEOUT_MS // 1000} s): "
+            "wait for it to finish, or use another file"
+        )
+    if primary == _FULL or "disk is full" in text or getattr(exc, "errno", None) == errno.ENOSPC:
+        return StoreFullError(
+            f"no space left while writing {path}: free disk space and retry "
+            "(the failed write was rolled back; everything committed before it is intact)"
+        )
+    if primary == _READONLY or "readonly" in text or "read-only" in text:
+        return StoreReadOnlyError(
+            f"cannot write {path}: the file or its folder is read-only; copy it somewhere writable "
+            "(reading a frozen snapshot needs no write access)"
+        )
+    if primary == _CANTOPEN or "unable to open" in text:
+        return StoreError(f"cannot open {path}: its folder is missing or not accessible")
+    return StoreError(f"{path} is not a SQLite database or is corrupt: {exc}")
+
+
 @contextmanager
-def transaction(conn: sqlite3.Connection, *, immediate: bool = True) -> Iterator[sqlite3.Connection]:
-    """One explicit transaction (the connection runs in autocommit mode otherwise)."""
-    conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+def transaction(
+    conn: sqlite3.Connection, *, immediate: bool = True, path: Path | str = "the store"
+) -> Iterator[sqlite3.Connection]:
+    """One explicit transaction (the connection runs in autocommit mode otherwise). A SQLite
+    failure (lock timeout, full disk, read-only file) rolls back and becomes one `db_error`."""
+    try:
+        conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    except sqlite3.OperationalError as exc:
+        raise db_error(path, exc) from None
     try:
         yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                logger.warning("rollback failed on %s", path, exc_info=True)
+        if isinstance(exc, sqlite3.OperationalError):
+            raise db_error(path, exc) from None
         raise
-    conn.execute("COMMIT")
 
 
 def connect_rw(path: Path) -> sqlite3.Connection:
@@ -116,7 +166,7 @@ def connect_rw(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = ON")
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} is not a SQLite database: {exc}") from None
+        raise db_error(path, exc) from None
     return conn
 
 
@@ -129,7 +179,7 @@ def connect_ro(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
         conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} is not a SQLite database: {exc}") from None
+        raise db_error(path, exc) from None
     return conn
 
 
@@ -137,39 +187,84 @@ def read_version(conn: sqlite3.Connection, path: Path) -> int:
     """The schema version (0 for an empty database). A foreign database is a `StoreError`."""
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables:
+            return 0
+        if "schema_version" not in tables or "records" not in tables:
+            raise StoreError(
+                f"{path} is a SQLite database but not a cm_gym record store (tables: {sorted(tables)})"
+            )
+        row = conn.execute("SELECT version FROM schema_version").fetchone()
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} is not a SQLite database or is corrupt: {exc}") from None
-    if not tables:
-        return 0
-    if "schema_version" not in tables or "records" not in tables:
-        raise StoreError(
-            f"{path} is a SQLite database but not a cm_gym record store (tables: {sorted(tables)})"
-        )
-    row = conn.execute("SELECT version FROM schema_version").fetchone()
+        raise db_error(path, exc) from None
     if row is None:
         raise StoreError(f"{path}: schema_version table is empty (corrupt store)")
     return int(row[0])
 
 
 def migrate(conn: sqlite3.Connection, path: Path, target: int = SCHEMA_VERSION) -> int:
-    """Bring the database to version `target`, one transaction per step. Returns the old version."""
-    version = read_version(conn, path)
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{path} has schema version {version}, newer than this cm_gym supports ({SCHEMA_VERSION}); upgrade cm_gym"
-        )
-    start = version
-    while version < target:
-        step = MIGRATIONS[version]
-        with transaction(conn):
-            step(conn)
+    """Bring the database to version `target`, one transaction per step. Returns the old version.
+
+    Each step re-reads the version inside its write transaction, so two processes opening the same
+    new store at once serialise (the second finds the work done) instead of racing."""
+    start = version = read_version(conn, path)
+    while True:
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{path} has schema version {version}, newer than this cm_gym supports ({SCHEMA_VERSION}); upgrade cm_gym"
+            )
+        if version >= target:
+            return start
+        with transaction(conn, path=path):
+            version = read_version(conn, path)
+            if version >= target:
+                return start
+            MIGRATIONS[version](conn)
             conn.execute("UPDATE schema_version SET version = ?", (version + 1,))
         logger.info("store %s: migrated schema %d -> %d", path, version, version + 1)
         version += 1
-    return start
 
 
 def integrity_ok(conn: sqlite3.Connection) -> bool:
     """SQLite's own `PRAGMA integrity_check`."""
     rows = conn.execute("PRAGMA integrity_check").fetchall()
     return len(rows) == 1 and rows[0][0] == "ok"
+
+
+def manifest_path(path: str | Path) -> Path:
+    """Where a snapshot's manifest lives: ``<snapshot file name>.manifest.json`` next to it."""
+    p = Path(path)
+    return p.with_name(p.name + ".manifest.json")
+
+
+def snapshot_reason(path: Path) -> str:
+    """Why `path` is a frozen snapshot that must never be opened writable ("" when it is not).
+
+    Decided without writing a byte: a manifest next to it; else, for a file in rollback-journal
+    mode (snapshots are; live stores are WAL), its metadata read through an immutable read-only
+    connection: ``store_kind = snapshot``, or a record store with no ``store_kind`` at all (a
+    snapshot frozen before the key existed)."""
+    if manifest_path(path).is_file():
+        return f"it has a manifest, {manifest_path(path).name}"
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(20)
+    except OSError:
+        return ""
+    if len(header) < 20 or not header.startswith(_SQLITE_MAGIC) or header[18] == 2:
+        return ""  # not SQLite (connect_rw reports it), or WAL mode: a live store
+    uri = f"file:{path.resolve().as_posix()}?mode=ro&immutable=1"
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not {"meta", "records"} <= tables:
+                return ""
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (STORE_KIND,)).fetchone()
+            version = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return ""
+    if row is None and version == LEGACY_SNAPSHOT_VERSION:
+        return "a record store in rollback-journal mode without a store kind, as older snapshots were written"
+    return "its metadata says store_kind=snapshot" if row is not None and row[0] == "snapshot" else ""

@@ -2,7 +2,9 @@
 
 `freeze_store` writes the snapshot with SQLite's ``VACUUM INTO`` (a consistent copy even while the
 source is open), switches it to a rollback journal, and writes ``<snapshot>.manifest.json`` next to
-it (sha256 of the file, record count, domain, embedder, creation time). Both land by atomic rename.
+it (sha256 of the file, record count, domain, embedder, creation time). Both land by atomic rename;
+a full disk is one `StoreFullError` and leaves neither a partial snapshot nor a temporary file. The
+snapshot's own metadata says ``store_kind = snapshot``, so it is never opened writable, manifest or not.
 `FrozenStore.open` re-hashes the file against the manifest, opens it with ``mode=ro&immutable=1``,
 loads everything into memory and closes it; every write method raises `StoreReadOnlyError`.
 """
@@ -21,19 +23,21 @@ from typing import Any
 
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.errors import StoreError
-from cm_gym.memory.schema import SCHEMA_VERSION, connect_ro, read_version
+from cm_gym.memory.schema import (
+    SCHEMA_VERSION,
+    STORE_KIND,
+    connect_ro,
+    db_error,
+    manifest_path,
+    read_version,
+    snapshot_reason,
+)
 from cm_gym.memory.store import RecordStore
 from cm_gym.memory.view import StoreView
 
 logger = logging.getLogger(__name__)
 
 MANIFEST_FORMAT = "cm_gym.memory.snapshot/1"
-
-
-def manifest_path(path: str | Path) -> Path:
-    """Where a snapshot's manifest lives: ``<snapshot file name>.manifest.json`` next to it."""
-    p = Path(path)
-    return p.with_name(p.name + ".manifest.json")
 
 
 def file_sha256(path: Path) -> str:
@@ -70,6 +74,11 @@ def freeze_store(
         out = sqlite3.connect(str(tmp), isolation_level=None)
         try:
             out.execute("PRAGMA journal_mode = DELETE")
+            out.execute(
+                "INSERT INTO meta (key, value) VALUES (?, 'snapshot') "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (STORE_KIND,),
+            )
         finally:
             out.close()
         _fsync(tmp)
@@ -92,6 +101,8 @@ def freeze_store(
         _fsync(mtmp)
         os.replace(mtmp, manifest_path(path))
         os.replace(tmp, path)
+    except (sqlite3.OperationalError, OSError) as exc:
+        raise db_error(path, exc) from None
     finally:
         for leftover in (tmp, mtmp):
             leftover.unlink(missing_ok=True)
@@ -173,13 +184,20 @@ class FrozenStore(StoreView):
 
 
 def open_store(path: str | Path, *, embedder: Embedder | None = None) -> StoreView:
-    """Open either kind: a file with a manifest is a verified `FrozenStore`, anything else a
-    writable `RecordStore` (which must exist)."""
+    """Open either kind: a file with a manifest is a verified `FrozenStore`, a live store a
+    writable `RecordStore` (which must exist). A snapshot whose manifest is missing is refused —
+    it is never opened writable and cannot be verified — and its bytes are left untouched."""
     path = Path(path)
     if not path.is_file():
         raise StoreError(f"store not found: {path}")
     if manifest_path(path).is_file():
         return FrozenStore.open(path, embedder=embedder)
+    reason = snapshot_reason(path)
+    if reason:
+        raise StoreError(
+            f"{path} is a frozen snapshot whose manifest {manifest_path(path).name} is missing: restore "
+            "the manifest (or re-freeze from the live store); `cm-gym memory list` can still read it"
+        )
     return RecordStore(path, embedder=embedder)
 
 

@@ -2,7 +2,10 @@
 
 `RecordStore` is the writable store used by construction: WAL journal, a busy timeout, one
 transaction per admission / eviction / reuse update, the content hash as primary key (the same
-contrast is never stored twice), embeddings as float32 blobs. Everything is mirrored in memory
+contrast is never stored twice), embeddings as float32 blobs. One writer at a time: opening takes
+an exclusive lock (`cm_gym.memory.locking`), so a second builder waits up to `lock_timeout` or gets
+a one-line `StoreLockedError`. A frozen snapshot is never opened writable, even when its manifest
+is missing (the snapshot's own metadata says what it is), so its bytes never change. Everything is mirrored in memory
 (records, the embedding matrix, a contrast-key index), kept in sync after each commit, so that
 retrieval searches with NumPy and never queries SQLite. `freeze(path)` writes a read-only,
 hash-verified snapshot (`cm_gym.memory.snapshot.FrozenStore`).
@@ -22,9 +25,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cm_gym.memory.embedding import Embedder
-from cm_gym.memory.errors import DuplicateRecordError, StoreError
+from cm_gym.memory.errors import DuplicateRecordError, StoreError, StoreReadOnlyError
+from cm_gym.memory.locking import FileLock, lock_path_for
 from cm_gym.memory.record import Record, compute_record_id
-from cm_gym.memory.schema import RECORD_COLUMNS, connect_rw, integrity_ok, migrate, transaction
+from cm_gym.memory.schema import (
+    RECORD_COLUMNS,
+    STORE_KIND,
+    connect_rw,
+    integrity_ok,
+    migrate,
+    snapshot_reason,
+    transaction,
+)
 from cm_gym.memory.view import DEFAULT_CAPACITY, StoreView
 
 if TYPE_CHECKING:
@@ -47,16 +59,34 @@ class RecordStore(StoreView):
         benchmark: str | None = None,
         capacity: int | None = None,
         embedder: Embedder | None = None,
+        lock_timeout: float = 0.0,
     ) -> None:
         super().__init__(Path(path))
         if self.path.exists() and self.path.is_dir():
             raise StoreError(f"{self.path} is a directory, not a store file")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = connect_rw(self.path)
+        if self.path.is_file():
+            reason = snapshot_reason(self.path)
+            if reason:
+                raise StoreReadOnlyError(
+                    f"{self.path} is a frozen snapshot ({reason}): it is never opened writable; read it with "
+                    "FrozenStore.open / open_store, or build into another file"
+                )
         try:
-            old = migrate(self._conn, self.path)
-            if old == 0 and not self._has_meta():
-                self._init_meta(domain, benchmark, capacity, embedder)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder of {self.path}: {exc.strerror}") from None
+        self._lock = FileLock(lock_path_for(self.path), what=f"store {self.path}")
+        self._lock.acquire(timeout=lock_timeout)
+        try:
+            self._conn = connect_rw(self.path)
+        except BaseException:
+            self._lock.release()
+            raise
+        try:
+            if migrate(self._conn, self.path) == 0:  # a new file: check and insert in one transaction
+                with transaction(self._conn, path=self.path):
+                    if not self._has_meta():
+                        self._init_meta(domain, benchmark, capacity, embedder)
             self._load(self._conn)
             self.embedder = embedder or Embedder.from_id(self.embedder_id)
             self.embedder.check_compatible(self.embedder_id, self.dim)
@@ -66,6 +96,7 @@ class RecordStore(StoreView):
                 raise StoreError(f"{self.path} was built for benchmark {self.benchmark!r}, not {benchmark!r}")
         except BaseException:
             self._conn.close()
+            self._lock.release()
             raise
         if capacity is not None and capacity != self.capacity:
             self.set_meta("capacity", str(int(capacity)))
@@ -86,9 +117,9 @@ class RecordStore(StoreView):
             "embedder_id": emb.embedder_id,
             "dim": str(emb.dim),
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            STORE_KIND: "live",
         }
-        with transaction(self._conn):
-            self._conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
+        self._conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
 
     # -- writes -------------------------------------------------------------------------------
     def _embedding_for(self, record: Record, embedding: np.ndarray | None) -> np.ndarray:
@@ -130,7 +161,7 @@ class RecordStore(StoreView):
         evict = [e for e in evict if e != record.record_id]
         if record.record_id in self._records:
             raise DuplicateRecordError(f"record {record.record_id} is already stored")
-        with transaction(self._conn):
+        with transaction(self._conn, path=self.path):
             self._insert(record, emb)
             if evict:
                 self._conn.executemany("DELETE FROM records WHERE record_id = ?", [(e,) for e in evict])
@@ -147,7 +178,7 @@ class RecordStore(StoreView):
         ids = [i for i in dict.fromkeys(record_ids) if i in self._records]
         if not ids:
             return 0
-        with transaction(self._conn):
+        with transaction(self._conn, path=self.path):
             self._conn.executemany("DELETE FROM records WHERE record_id = ?", [(i,) for i in ids])
         for i in ids:
             self._drop(i)
@@ -157,7 +188,7 @@ class RecordStore(StoreView):
     def update_reuse(self, record_id: str, label: int, rho: float) -> Record:
         """Eq. 6 on one record (u, uses and the label counters), in one transaction."""
         new = self._records[record_id].with_reuse(label, rho)
-        with transaction(self._conn):
+        with transaction(self._conn, path=self.path):
             self._conn.execute(
                 "UPDATE records SET u = ?, uses = ?, helpful = ?, harmful = ?, neutral = ? WHERE record_id = ?",
                 (new.u, new.uses, new.helpful, new.harmful, new.neutral, record_id),
@@ -171,7 +202,7 @@ class RecordStore(StoreView):
     ) -> None:
         """Mark a source task done and add `counters` to the cumulative ones, in one transaction."""
         position = len(self._processed)
-        with transaction(self._conn):
+        with transaction(self._conn, path=self.path):
             self._conn.execute(
                 "INSERT OR REPLACE INTO processed_tasks (task_id, position, admitted) VALUES (?, ?, ?)",
                 (task_id, self._processed.get(task_id, position), admitted),
@@ -189,7 +220,7 @@ class RecordStore(StoreView):
 
     def set_meta(self, key: str, value: str) -> None:
         """Set one metadata entry (e.g. the build settings)."""
-        with transaction(self._conn):
+        with transaction(self._conn, path=self.path):
             self._conn.execute(
                 "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 (key, value),
@@ -209,8 +240,10 @@ class RecordStore(StoreView):
         return freeze_store(self, self._conn, Path(path), overwrite=overwrite)
 
     def close(self) -> None:
+        """Close the connection and release the writer lock (idempotent)."""
         with contextlib.suppress(sqlite3.Error):
             self._conn.close()
+        self._lock.release()
 
     def __enter__(self) -> RecordStore:
         return self

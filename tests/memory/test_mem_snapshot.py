@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cm_gym.memory.embedding import Embedder
-from cm_gym.memory.errors import EmbedderMismatchError, StoreError, StoreReadOnlyError
+from cm_gym.memory.errors import EmbedderMismatchError, StoreError, StoreLockedError, StoreReadOnlyError
 from cm_gym.memory.snapshot import FrozenStore, load_readonly, manifest_path, open_store
 from cm_gym.memory.store import RecordStore
 
@@ -131,6 +131,9 @@ def test_open_store_picks_the_right_kind(filled: RecordStore, tmp_path: Path) ->
     snap_path = tmp_path / "snap.sqlite"
     filled.freeze(snap_path)
     assert isinstance(open_store(snap_path), FrozenStore)
+    with pytest.raises(StoreLockedError, match="in use by another process"):
+        open_store(filled.path)  # one writer at a time: `filled` still holds it
+    filled.close()
     live = open_store(filled.path)
     assert isinstance(live, RecordStore) and len(live) == 4
     live.close()

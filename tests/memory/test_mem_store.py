@@ -3,7 +3,9 @@ corrupt and foreign files, embedder mismatch."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,7 +16,16 @@ from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.errors import DuplicateRecordError, EmbedderMismatchError, StoreError
 from cm_gym.memory.record import Record, compute_record_id
 from cm_gym.memory.schema import MIGRATIONS, RECORD_COLUMNS, SCHEMA_VERSION
+from cm_gym.memory.snapshot import load_readonly
 from cm_gym.memory.store import RecordStore
+
+
+@contextlib.contextmanager
+def reopened(store: RecordStore) -> Iterator[RecordStore]:
+    """The store read back from its file: closed (one writer at a time) and opened again."""
+    store.close()
+    with RecordStore(store.path) as again:
+        yield again
 
 
 def test_add_and_reopen_keeps_every_field(tmp_path: Path, make_record) -> None:
@@ -70,7 +81,7 @@ def test_remove_and_admit_with_eviction_are_atomic(store: RecordStore, make_reco
     with pytest.raises(DuplicateRecordError):
         store.admit(new, evict=[c.record_id])
     assert c.record_id in store
-    with RecordStore(store.path) as again:
+    with reopened(store) as again:  # read back from disk
         assert {r.record_id for r in again.records} == {c.record_id, new.record_id}
 
 
@@ -85,7 +96,7 @@ def test_update_reuse_follows_eq6_and_persists(store: RecordStore, make_record) 
     assert got.u == pytest.approx(u)
     assert (got.uses, got.helpful, got.harmful, got.neutral) == (4, 2, 1, 1)
     assert got.helpful_fraction == pytest.approx(0.5)
-    with RecordStore(store.path) as again:
+    with reopened(store) as again:  # read back from disk
         assert again.get(r.record_id).u == pytest.approx(u)
     with pytest.raises(ValueError):
         store.update_reuse(r.record_id, 2, rho=0.3)
@@ -95,7 +106,7 @@ def test_processed_tasks_and_counters_are_cumulative(store: RecordStore) -> None
     store.mark_processed("t1", admitted=1, counters={"admitted": 1, "alternatives_checked": 4})
     store.mark_processed("t2", counters={"alternatives_checked": 2})
     assert store.processed_task_ids == {"t1", "t2"}
-    with RecordStore(store.path) as again:
+    with reopened(store) as again:  # read back from disk
         assert again.processed_task_ids == {"t1", "t2"}
         assert again.counters["alternatives_checked"] == 6 and again.counters["admitted"] == 1
 
@@ -161,6 +172,9 @@ def test_corrupt_and_foreign_files_give_clear_errors(tmp_path: Path) -> None:
 def test_corrupt_embedding_blob_is_detected(store: RecordStore, make_record) -> None:
     r = store.add(make_record())
     store._conn.execute("UPDATE records SET embedding = ? WHERE record_id = ?", (b"\x00" * 12, r.record_id))
+    with pytest.raises(StoreError, match="embedding blob"):
+        load_readonly(store.path)
+    store.close()
     with pytest.raises(StoreError, match="embedding blob"):
         RecordStore(store.path)
 
