@@ -6,6 +6,8 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
+
 from cm_gym.memory.defaults import default_snapshot
 from cm_gym.memory.snapshot import FrozenStore
 from cm_gym.paths import cache_dir
@@ -52,3 +54,39 @@ def test_concurrent_callers_get_one_verified_file(memtoy_benchmark: str) -> None
     assert errors == [] and len(results) == 3 and len(set(results)) == 1
     FrozenStore.open(results[0])
     assert os.path.getsize(results[0]) > 0
+
+
+def test_the_key_covers_task_content_and_domain_version(
+    memtoy_benchmark: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    import dataclasses
+    import logging
+
+    from memfakes import ToyDomain, make_tasks
+
+    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path))  # a fresh cache: the first call builds
+    from cm_gym import registry
+
+    with caplog.at_level(logging.WARNING, logger="cm_gym.memory.defaults"):
+        base = default_snapshot(memtoy_benchmark, n_build=4)
+    assert any("building the default MEMTOY store" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="cm_gym.memory.defaults"):
+        assert default_snapshot(memtoy_benchmark, n_build=4) == base
+    assert not caplog.records  # reuse is silent
+
+    def edited(**kw: object) -> list:
+        tasks = make_tasks(40)
+        return [dataclasses.replace(t, reference=t.reference + " ") for t in tasks]  # same ids
+
+    spec = registry._BENCHMARKS[memtoy_benchmark]
+    monkeypatch.setitem(registry._BENCHMARKS, memtoy_benchmark, dataclasses.replace(spec, load_tasks=edited))
+    content = default_snapshot(memtoy_benchmark, n_build=4)
+    assert content != base  # edited gold actions: not the old records
+    monkeypatch.setitem(registry._BENCHMARKS, memtoy_benchmark, spec)
+    monkeypatch.setattr(ToyDomain, "version", "2")
+    versioned = default_snapshot(memtoy_benchmark, n_build=4)
+    assert versioned not in (base, content)
+    monkeypatch.setattr(ToyDomain, "version", None)
+    assert ToyDomain().code_version().startswith("src-")
+    assert default_snapshot(memtoy_benchmark, n_build=4) == base
