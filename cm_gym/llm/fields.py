@@ -12,6 +12,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cm_gym.llm.prompts_mechanisms import MECHANISM_FIELD_LIMITS
 from cm_gym.types import TRUNCATION, AgentState, Task, truncate
 
 logger = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ FIELD_LIMITS: Mapping[str, int] = {
     "predicate_kinds": TRUNCATION["context"],
     # the N candidates are each cut to the action limit; N is small (Best-of-N uses 1 + K = 5)
     "candidates": 5 * TRUNCATION["action"] + 200,
+    **MECHANISM_FIELD_LIMITS,
 }
 _SHORT_LIMIT = 300
 

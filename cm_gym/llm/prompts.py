@@ -44,6 +44,7 @@ from cm_gym.llm.parsers import (
     parse_distil,
     parse_judge,
 )
+from cm_gym.llm.prompts_mechanisms import MECHANISM_TEMPLATE_SPECS
 
 logger = logging.getLogger(__name__)
 
@@ -234,9 +235,18 @@ _REFLECT = PromptTemplate(
     "Reply with one sentence: what went wrong and what to do differently.",
 )
 
-#: The chat templates by name.
+#: The chat templates by name (the memory-mechanism baselines' are in `prompts_mechanisms.py`).
 CHAT_TEMPLATES: Mapping[str, PromptTemplate] = {
-    t.name: t for t in (_DRAFT, _REVISE, _ALTERNATIVES, _DISTIL, _JUDGE, _REFLECT)
+    t.name: t
+    for t in (
+        _DRAFT,
+        _REVISE,
+        _ALTERNATIVES,
+        _DISTIL,
+        _JUDGE,
+        _REFLECT,
+        *(PromptTemplate(*spec) for spec in MECHANISM_TEMPLATE_SPECS),
+    )
 }
 
 

@@ -21,6 +21,8 @@ Behaviour, per template:
   written in the edit grammar.
 * DISTIL_RECORD — `Domain.distil` as ``SITUATION: …`` / ``CONDITION: …`` ("none" when empty).
 * REFLECT — one deterministic sentence from the feedback. BEST_OF_N_JUDGE — a seeded ``CHOICE: n``.
+* The memory-mechanism baselines' templates — `simulated_mechanisms.py` (dispatched from
+  `complete`); their guidance revises drafts through the REVISE_WITH_RECORD model above.
 
 Determinism: every other random draw comes from an rng seeded by a blake2b hash of (seed,
 template, the fully rendered messages), so the same prompt gives the same text in-process and via
@@ -104,9 +106,12 @@ class SimulatedLLM:
     def complete(self, template: str, fields: Mapping[str, Any]) -> Completion:
         """Answer `template` from `fields`; the reply depends only on the seed, the rendered
         messages and the task the rendered ``<task_id>`` names."""
+        from cm_gym.llm import simulated_mechanisms as mech  # the baselines' templates (lazy: cycle)
+
         rendered = render(template, fields)
-        task = self._task(rendered, fields) if template in _NEEDS_TASK else None
-        reply = self._reply(rendered, task)
+        task = self._task(rendered, fields) if template in _NEEDS_TASK | mech.NEEDS_TASK else None
+        handler = mech.REPLIES.get(template)
+        reply = handler(self, rendered, task) if handler is not None else self._reply(rendered, task)
         return Completion(reply, estimate_tokens(rendered.joined()), estimate_tokens(reply))
 
     # -- the draft model ------------------------------------------------------------------------

@@ -39,6 +39,9 @@ from cm_gym.types import TRUNCATION, Action, AgentState, Evaluator, Outcome, Tas
 
 logger = logging.getLogger(__name__)
 
+#: the a⁺ feedback of a record stored without a check (``ConstructionConfig(verify=False)``)
+UNVERIFIED_FEEDBACK = "not checked by the world model (unverified advice)"
+
 #: ``progress(done, total)`` after every task (processed or skipped)
 ProgressFn = Callable[[int, int], None]
 
@@ -61,6 +64,10 @@ class ConstructionConfig:
     lambda_reuse: float = 0.2
     use_conditions: bool = True
     use_llm_alternatives: bool = True
+    #: False = the "CF without WM" ablation (paper Fig. 4a): after a failure the generator's first
+    #: proposal is stored as untested advice — no world-model check, its claimed Δ = 1 − U(o), the
+    #: evidence's a⁺ feedback says it was not checked; admission and retention run as usual.
+    verify: bool = True
     admission_weights: AdmissionWeights = field(default_factory=AdmissionWeights)
     retention_weights: RetentionWeights = field(default_factory=RetentionWeights)
     seed: int = 0
@@ -163,6 +170,11 @@ class _Builder:
         cost = Cost()
         try:
             alternatives = self.generator.generate(state, action, outcome, cost, agent_kind=self.agent_kind)
+            if not self.cfg.verify:
+                if alternatives:
+                    claimed = Outcome(score=1.0, solved=True, feedback=UNVERIFIED_FEEDBACK)
+                    self._consider(state, action, outcome, alternatives[0].text, claimed, cost)
+                return
             for alt in alternatives:
                 if not self._budget_left():
                     break

@@ -1,0 +1,73 @@
+"""`cm-gym experiment NAME`: run one of the paper's studies (or ``all``) and write its report."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from cm_gym.experiments import STUDIES, ExperimentConfig, run_experiments
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "experiment",
+        help="run a study of the paper (table1, accumulation, …, or all) and write its report",
+        description=(
+            "Run one of the paper's studies and write report.md / report.json / plots under "
+            "RESULTS/reports/NAME. Units of work are cached under RESULTS/units: a rerun recomputes "
+            "only what changed."
+        ),
+    )
+    p.add_argument(
+        "name", nargs="+", choices=("all", *STUDIES), metavar="NAME", help=f"all or {', '.join(STUDIES)}"
+    )
+    p.add_argument(
+        "--benchmarks", nargs="+", help="registered benchmarks (default: SQL SAT Code; quick: SQL)"
+    )
+    p.add_argument(
+        "--agents", nargs="+", choices=("react", "reflexion"), help="base agents (default both; quick: react)"
+    )
+    p.add_argument("--seeds", nargs="+", type=int, help="selector seeds (default 0 1 2 3 4; quick: 0)")
+    p.add_argument(
+        "--llm", help="simulated (default) or openai[:model] (an OpenAI-compatible endpoint, cached)"
+    )
+    p.add_argument("--llm-seed", type=int, help="seed of the LLM (default 0)")
+    p.add_argument("--quick", action="store_true", help="smoke sizes: every study in minutes")
+    p.add_argument(
+        "--results",
+        type=Path,
+        help="results directory (default runs/experiments, quick: runs/experiments-quick)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=1, help="local worker processes for independent units (default 1)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from cm_gym.experiments.runner import ExperimentError
+
+    if args.workers < 1:
+        raise ExperimentError("--workers must be at least 1")
+    if args.seeds is not None and any(s < 0 for s in args.seeds):
+        raise ExperimentError("--seeds must be non-negative integers")
+    cfg = ExperimentConfig.make(
+        quick=args.quick,
+        benchmarks=tuple(args.benchmarks) if args.benchmarks else None,
+        agents=tuple(args.agents) if args.agents else None,
+        seeds=tuple(dict.fromkeys(args.seeds)) if args.seeds else None,
+        llm=args.llm,
+        llm_seed=args.llm_seed,
+        results_dir=args.results or Path("runs/experiments-quick" if args.quick else "runs/experiments"),
+        workers=args.workers,
+        progress=not args.no_progress,
+    )
+    started = time.perf_counter()
+    reports = run_experiments(args.name, cfg)
+    for name, (report, md) in reports.items():
+        verdicts = ", ".join(f"{d.verdict}" for d in report.directions)
+        print(f"{name}: {md}" + (f"  [{verdicts}]" if verdicts else ""))
+    print(f"total {time.perf_counter() - started:.1f} s; results in {cfg.results_dir}")
+    return 0

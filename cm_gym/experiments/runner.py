@@ -1,0 +1,293 @@
+"""The experiment runner: units of work cached by configuration, executed by a backend.
+
+A `Unit` is plain data — a registered kind (`units.py`: build a store, train a selector, build a
+mechanism, evaluate), its parameters (JSON-serialisable: benchmark, split ids, sizes, seeds …),
+its named input units and its declared resource needs — so it pickles and can be shipped to any
+executor. Its key is the sha256 of (kind, parameters, the input units' keys, the code version), so
+a rerun recomputes only what changed: adding a seed adds units, the others are cache hits.
+
+Every unit's result lands in one results directory, ``<results>/units/<kind>/<key>/``: its
+artefacts (stores, checkpoints) and ``result.json``. A unit is computed in a private
+``<key>.partial-<pid>-<n>`` folder and renamed into place when done, so a killed run never leaves a
+half-written unit that looks finished, and two runners sharing a results directory never corrupt
+each other (the second finisher discards its copy). Paths inside results are relative to the unit
+folder (`UnitResult.path`), so a results directory can be moved.
+
+Backends (`Backend`): `SerialBackend` (in this process) and `ProcessPoolBackend` (a local process
+pool, spawn context). A later backend (Ray) implements the same two methods; `execute_unit` is the
+one function a worker runs.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import itertools
+import json
+import logging
+import multiprocessing
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache, cached_property
+from pathlib import Path
+from typing import Any
+
+from cm_gym.types import CmGymError
+
+logger = logging.getLogger(__name__)
+
+#: ``fn(params, inputs, workdir) -> result`` for each unit kind (filled by `units.py`).
+UnitFn = Callable[[Mapping[str, Any], Mapping[str, "UnitResult"], Path], dict[str, Any]]
+UNIT_KINDS: dict[str, UnitFn] = {}
+_counter = itertools.count()
+
+
+class ExperimentError(CmGymError):
+    """An experiment or one of its units cannot run (bad configuration, a failed unit)."""
+
+
+def unit_kind(name: str) -> Callable[[UnitFn], UnitFn]:
+    """Register a unit function under `name` (decorator)."""
+
+    def register(fn: UnitFn) -> UnitFn:
+        UNIT_KINDS[name] = fn
+        return fn
+
+    return register
+
+
+@cache
+def code_version() -> str:
+    """A hash of the package's source (every ``cm_gym/**/*.py``): part of every unit key, so a
+    code change never reuses results computed by other code."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def canonical(obj: Any) -> str:
+    """Deterministic JSON of plain data (sorted keys, no whitespace)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one unit needs (a backend may schedule on it; the local pool runs one unit per
+    worker)."""
+
+    cpus: float = 1.0
+    memory_gb: float = 1.0
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of work: `kind`, plain-data `params`, named input units `deps`, `resources`, and a
+    human-readable `label` (not part of the key)."""
+
+    kind: str
+    params: Mapping[str, Any]
+    deps: Mapping[str, Unit] = field(default_factory=dict)
+    resources: Resources = field(default_factory=Resources)
+    label: str = field(default="", compare=False)
+
+    @cached_property
+    def key(self) -> str:
+        payload = {
+            "kind": self.kind,
+            "params": self.params,
+            "deps": {name: dep.key for name, dep in sorted(self.deps.items())},
+            "code": code_version(),
+        }
+        return hashlib.sha256(canonical(payload).encode()).hexdigest()[:20]
+
+    def describe(self) -> str:
+        return self.label or f"{self.kind}:{self.key[:8]}"
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """A finished unit: its folder and its ``result.json`` data."""
+
+    directory: Path
+    data: Mapping[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+    def path(self, key: str) -> Path:
+        """An artefact path stored (relative to the unit folder) under `key`."""
+        return self.directory / str(self.data[key])
+
+
+def unit_dir(results_dir: Path, unit: Unit) -> Path:
+    return Path(results_dir) / "units" / unit.kind / unit.key
+
+
+def load_result(results_dir: Path, unit: Unit) -> UnitResult | None:
+    """The cached result of `unit`, or None when it was never finished."""
+    directory = unit_dir(results_dir, unit)
+    path = directory / "result.json"
+    if not path.is_file():
+        return None
+    try:
+        return UnitResult(directory, json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        logger.warning("unreadable unit result %s (%s); recomputing", path, exc)
+        return None
+
+
+def execute_unit(unit: Unit, inputs: Mapping[str, UnitResult], results_dir: str) -> UnitResult:
+    """Run one unit in a private folder and move it into place (what every backend worker runs)."""
+    from cm_gym.experiments import units as _units  # noqa: F401 - registers the unit kinds
+
+    final = unit_dir(Path(results_dir), unit)
+    done = load_result(Path(results_dir), unit)
+    if done is not None:
+        return done
+    partial = final.with_name(f"{final.name}.partial-{os.getpid()}-{next(_counter)}")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    fn = UNIT_KINDS.get(unit.kind)
+    if fn is None:
+        raise ExperimentError(f"unknown unit kind {unit.kind!r}; known: {', '.join(sorted(UNIT_KINDS))}")
+    started = time.perf_counter()
+    try:
+        data = fn(unit.params, inputs, partial)
+        data = {
+            **data,
+            "_unit": {"kind": unit.kind, "label": unit.label, "seconds": time.perf_counter() - started},
+        }
+        (partial / "result.json").write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
+        try:
+            os.rename(partial, final)
+        except OSError:  # another runner finished the same unit first: keep theirs
+            shutil.rmtree(partial, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    result = load_result(Path(results_dir), unit)
+    if result is None:  # pragma: no cover - rename raced and the other copy vanished
+        raise ExperimentError(f"unit {unit.describe()} finished but its result is missing")
+    return result
+
+
+class Backend:
+    """Executes units: `submit(unit, inputs, results_dir)` returns a Future of `UnitResult`."""
+
+    workers: int = 1
+
+    def submit(self, unit: Unit, inputs: Mapping[str, UnitResult], results_dir: str) -> cf.Future[UnitResult]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release workers."""
+
+
+class SerialBackend(Backend):
+    """Runs every unit in this process, one at a time."""
+
+    def submit(self, unit: Unit, inputs: Mapping[str, UnitResult], results_dir: str) -> cf.Future[UnitResult]:
+        future: cf.Future[UnitResult] = cf.Future()
+        try:
+            future.set_result(execute_unit(unit, inputs, results_dir))
+        except Exception as exc:  # noqa: BLE001 - delivered through the future like a pool's
+            future.set_exception(exc)
+        return future
+
+
+class ProcessPoolBackend(Backend):
+    """A local pool of `workers` processes (spawn: no state leaks from the parent)."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, int(workers))
+        self._pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+
+    def submit(self, unit: Unit, inputs: Mapping[str, UnitResult], results_dir: str) -> cf.Future[UnitResult]:
+        return self._pool.submit(execute_unit, unit, inputs, results_dir)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def make_backend(workers: int = 1) -> Backend:
+    """`SerialBackend` for one worker, else a `ProcessPoolBackend`."""
+    return SerialBackend() if workers <= 1 else ProcessPoolBackend(workers)
+
+
+class Runner:
+    """Runs units (and their inputs) through a backend, reusing every finished unit."""
+
+    def __init__(
+        self, results_dir: str | Path, backend: Backend | None = None, progress: bool = True
+    ) -> None:
+        self.results_dir = Path(results_dir)
+        self.backend = backend or SerialBackend()
+        self.progress = progress
+        self.computed = 0
+        self.reused = 0
+
+    def _closure(self, units: Iterable[Unit]) -> dict[str, Unit]:
+        out: dict[str, Unit] = {}
+        stack = list(units)
+        while stack:
+            unit = stack.pop()
+            if unit.key not in out:
+                out[unit.key] = unit
+                stack.extend(unit.deps.values())
+        return out
+
+    def run(self, units: Iterable[Unit]) -> list[UnitResult]:
+        """Results of `units` (in order), computing only the ones not finished before."""
+        wanted = list(units)
+        todo = self._closure(wanted)
+        done: dict[str, UnitResult] = {}
+        for key, unit in todo.items():
+            cached = load_result(self.results_dir, unit)
+            if cached is not None:
+                done[key] = cached
+        self.reused += len(done)
+        pending = {k: u for k, u in todo.items() if k not in done}
+        bar = None
+        if self.progress and pending:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(todo), initial=len(done), desc="units", unit="unit")
+        running: dict[cf.Future[UnitResult], Unit] = {}
+        try:
+            while pending or running:
+                for key, unit in list(pending.items()):
+                    if len(running) >= max(1, self.backend.workers):
+                        break
+                    if all(dep.key in done for dep in unit.deps.values()):
+                        inputs = {name: done[dep.key] for name, dep in unit.deps.items()}
+                        running[self.backend.submit(unit, inputs, str(self.results_dir))] = unit
+                        del pending[key]
+                if not running:
+                    raise ExperimentError("unit graph has unsatisfiable inputs")  # pragma: no cover
+                finished, _ = cf.wait(list(running), return_when=cf.FIRST_COMPLETED)
+                for future in finished:
+                    unit = running.pop(future)
+                    try:
+                        done[unit.key] = future.result()
+                    except Exception as exc:
+                        raise ExperimentError(f"unit {unit.describe()} failed: {exc}") from exc
+                    self.computed += 1
+                    if bar is not None:
+                        bar.update(1)
+                        bar.set_postfix_str(unit.describe()[-40:])
+        finally:
+            if bar is not None:
+                bar.close()
+        return [done[u.key] for u in wanted]
+
+    def close(self) -> None:
+        self.backend.close()

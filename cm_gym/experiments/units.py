@@ -1,0 +1,236 @@
+"""The unit kinds every study is made of (registered with `runner.unit_kind`).
+
+* ``store`` — CounterMem construction (Algorithm 1) on explicit build-task ids, frozen; optional
+  checkpoints after given numbers of source tasks; the construction switches (retention rule,
+  capacity, ``verify=False`` for CF without WM) are parameters.
+* ``selector`` — one masked-DQN seed trained on a store (`cm_gym.protocol.train_selector`, the
+  checkpoint chosen on the validation subset).
+* ``mechanism`` — a baseline memory mechanism built on build-task ids (`cm_gym.mechanisms`).
+* ``evaluate`` — one frozen run of a mechanism (or of CounterMem: store + selector or a fixed
+  rule, with a retrieval mode and the condition switch) over explicit task ids; the result holds
+  every episode's counters.
+
+Every unit rebuilds what it needs from its parameters (benchmark, data version, LLM spec and
+seed, agent, budgets), so units are plain data and run the same in any worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Mapping
+from dataclasses import asdict
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from cm_gym.agent import Cost
+from cm_gym.experiments.runner import ExperimentError, UnitResult, unit_kind
+from cm_gym.llm.base import LLM
+from cm_gym.mechanisms import CounterMem, MechanismContext, make_mechanism
+from cm_gym.registry import get_benchmark, get_domain
+from cm_gym.types import Task
+
+
+@lru_cache(maxsize=8)
+def benchmark_tasks(benchmark: str) -> dict[str, Task]:
+    """The benchmark's tasks by id (loaded once per process)."""
+    tasks = get_benchmark(benchmark).load_tasks()
+    return {t.task_id: t for t in tasks}
+
+
+@lru_cache(maxsize=8)
+def data_version(benchmark: str) -> str:
+    """A hash of the benchmark's task contents (ids, prompts, references, environments), so a
+    regenerated or edited benchmark never reuses results."""
+    h = hashlib.sha256()
+    for task in sorted(benchmark_tasks(benchmark).values(), key=lambda t: t.task_id):
+        for part in (task.task_id, task.prompt, task.reference, task.env_id, task.family):
+            h.update(part.encode("utf-8", "replace"))
+            h.update(b"\x1f")
+    return h.hexdigest()[:16]
+
+
+def tasks_of(p: Mapping[str, Any], key: str) -> list[Task]:
+    by_id = benchmark_tasks(p["benchmark"])
+    missing = [i for i in p[key] if i not in by_id]
+    if missing:
+        raise ExperimentError(
+            f"{len(missing)} task id(s) of {key} are not in benchmark {p['benchmark']}: {missing[:3]}"
+        )
+    return [by_id[i] for i in p[key]]
+
+
+@lru_cache(maxsize=32)
+def _llm(spec: str, seed: int, benchmark: str) -> LLM:
+    from cm_gym.llm.factory import make_llm
+
+    if spec.startswith("simulated"):
+        return make_llm(spec, seed=seed, task_lookup=benchmark_tasks(benchmark))
+    return make_llm(spec, seed=seed, cache_path="default")
+
+
+def context(p: Mapping[str, Any]) -> MechanismContext:
+    """The agent, LLM and evaluator a unit works with; sample i of the LLM uses seed + 1000·i."""
+    spec = get_benchmark(p["benchmark"])
+    domain = get_domain(spec.domain_name)
+    bench, llm, seed = p["benchmark"], p["llm"], int(p["llm_seed"])
+    return MechanismContext(
+        domain,
+        _llm(llm, seed, bench),
+        domain.make_evaluator(),
+        agent_kind=p["agent"],
+        max_decisions=int(p["max_decisions"]),
+        seed=seed,
+        sampler=lambda i: _llm(llm, seed + 1000 * i, bench),
+    )
+
+
+def cost_dict(cost: Cost) -> dict[str, int]:
+    return {
+        "tokens": cost.tokens,
+        "llm_calls": cost.llm_calls,
+        "evaluator_calls": cost.evaluator_calls,
+        "failures": cost.failures,
+    }
+
+
+@unit_kind("store")
+def build_store(p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdir: Path) -> dict[str, Any]:
+    """CounterMem construction on ``build_ids`` (in that order), frozen to ``snapshot.sqlite``."""
+    from cm_gym.memory.construction import ConstructionConfig, build_memory
+    from cm_gym.memory.store import RecordStore
+
+    ctx = context(p)
+    tasks = tasks_of(p, "build_ids")
+    checkpoints = [int(c) for c in p.get("checkpoints", ())]
+    live = workdir / "store.sqlite"
+    with RecordStore(live, domain=ctx.domain.name, benchmark=p["benchmark"]) as store:
+        summary = build_memory(
+            ctx.domain,
+            tasks,
+            store,
+            ctx.llm,
+            ctx.evaluator,
+            ConstructionConfig(**p.get("construction", {})),
+            agent_kind=ctx.agent_kind,
+            max_decisions=ctx.max_decisions,
+            checkpoints=checkpoints,
+            checkpoint_dir=workdir / "checkpoints" if checkpoints else None,
+        )
+        store.freeze(workdir / "snapshot.sqlite", overwrite=True)
+    for side in workdir.glob("store.sqlite*"):
+        side.unlink()
+    data = asdict(summary)
+    paths = {str(Path(c).name): c for c in data.pop("checkpoints")}
+    by_count = {
+        str(n): f"checkpoints/checkpoint-{n:04d}.sqlite"
+        for n in checkpoints
+        if f"checkpoint-{n:04d}.sqlite" in paths
+    }
+    data.pop("admitted_ids", None)
+    return {
+        "snapshot": "snapshot.sqlite",
+        "checkpoints": by_count,
+        "records": summary.records,
+        "summary": data,
+        "cost": {
+            "tokens": summary.solving_tokens + summary.verification_tokens,
+            "llm_calls": summary.solving_llm_calls + summary.verification_llm_calls,
+            "evaluator_calls": summary.solving_calls + summary.verification_calls,
+        },
+    }
+
+
+def snapshot_path(store: UnitResult, which: str = "final") -> Path:
+    """The final snapshot of a store unit, or its checkpoint after ``which`` source tasks."""
+    if which == "final":
+        return store.path("snapshot")
+    rel = store["checkpoints"].get(str(which))
+    if rel is None:
+        raise ExperimentError(
+            f"store has no checkpoint after {which} source tasks ({sorted(store['checkpoints'])})"
+        )
+    return store.directory / rel
+
+
+@unit_kind("selector")
+def train_selector_unit(
+    p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdir: Path
+) -> dict[str, Any]:
+    """One masked-DQN seed on the store's snapshot (checkpoint chosen on ``validation_ids``)."""
+    from cm_gym.protocol import Prepared, ProtocolConfig, load_snapshot, train_selector
+    from cm_gym.types import Split
+
+    spec = get_benchmark(p["benchmark"])
+    split = Split(
+        tuple(p["build_ids"]), tuple(p["train_ids"]), tuple(p["validation_ids"]), tuple(p["eval_ids"])
+    )
+    split.check()
+    prepared = Prepared(spec, benchmark_tasks(p["benchmark"]), split)
+    cfg = ProtocolConfig(
+        benchmark=p["benchmark"],
+        out_dir=workdir,
+        seeds=(int(p["seed"]),),
+        total_decisions=int(p["total_decisions"]),
+        checkpoint_every=int(p["checkpoint_every"]),
+        agent=p["agent"],
+        llm=p["llm"],
+        llm_seed=int(p["llm_seed"]),
+        max_decisions=int(p["max_decisions"]),
+        tensorboard=False,
+        progress=False,
+    )
+    snapshot = load_snapshot(snapshot_path(inputs["store"], p.get("snapshot", "final")), prepared)
+    record = train_selector(cfg, snapshot, prepared, int(p["seed"]))
+    best = Path(record["best_checkpoint"])
+    shutil.copyfile(best, workdir / "selector.zip")
+    shutil.rmtree(workdir / "selector", ignore_errors=True)
+    return {
+        "checkpoint": "selector.zip",
+        "best_step": record["best_step"],
+        "best_validation_return": record["best_validation_return"],
+        "history": record["history"],
+        "train_seconds": record["train_seconds"],
+    }
+
+
+@unit_kind("mechanism")
+def build_mechanism(p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdir: Path) -> dict[str, Any]:
+    """A baseline mechanism built on ``build_ids``; its state is saved as JSON."""
+    mechanism = make_mechanism(p["mechanism"], **p.get("mparams", {}))
+    mechanism.build(context(p), tasks_of(p, "build_ids"))
+    (workdir / "state.json").write_text(json.dumps(mechanism.state_dict()), encoding="utf-8")
+    return {
+        "state": "state.json",
+        "cost": cost_dict(mechanism.build_cost),
+        "info": mechanism.build_info,
+        "describe": mechanism.describe(),
+    }
+
+
+@unit_kind("evaluate")
+def evaluate_unit(p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdir: Path) -> dict[str, Any]:
+    """One frozen run over ``task_ids``: every episode's counters (`episode.run_episodes` keys)."""
+    ctx = context(p)
+    tasks = tasks_of(p, "task_ids")
+    if p["mechanism"] == "countermem":
+        selector = inputs.get("selector")
+        mechanism = CounterMem(
+            snapshot_path(inputs["store"], p.get("snapshot", "final")),
+            str(selector.path("checkpoint")) if selector is not None else p.get("policy", "top1"),
+            benchmark=p["benchmark"],
+            retrieval=p.get("retrieval", "matched"),
+            use_conditions=bool(p.get("use_conditions", True)),
+            seed=int(p.get("seed", 0)),
+        )
+        build = inputs["store"]["cost"]
+    else:
+        mechanism = make_mechanism(p["mechanism"], **p.get("mparams", {}))
+        built = inputs.get("mechanism")
+        if built is not None:
+            mechanism.load_state_dict(json.loads(built.path("state").read_text(encoding="utf-8")))
+        build = built["cost"] if built is not None else cost_dict(Cost())
+    episodes = mechanism.run_episodes(ctx, tasks, score_drafts=True)
+    return {"episodes": episodes, "build_cost": build, "describe": mechanism.describe()}
