@@ -66,10 +66,12 @@ class Planner:
         *,
         build_ids: Sequence[str] | None = None,
         checkpoints: Sequence[int] = (),
+        token_budget: int | None = None,
         label: str = "",
         **construction: Any,
     ) -> Unit:
-        """CounterMem construction on `build_ids` (default: the split's build tasks)."""
+        """CounterMem construction on `build_ids` (default: the split's build tasks), optionally
+        stopping once its construction tokens reach `token_budget`."""
         ids = list(build_ids if build_ids is not None else self.split(benchmark).build)
         params = {
             **self.base(benchmark, agent),
@@ -77,6 +79,8 @@ class Planner:
             "checkpoints": sorted(set(int(c) for c in checkpoints)),
             "construction": dict(sorted(construction.items())),
         }
+        if token_budget is not None:
+            params["token_budget"] = int(token_budget)
         return Unit("store", params, label=label or f"store {benchmark}/{agent}")
 
     def selector(self, store: Unit, benchmark: str, agent: str, seed: int, snapshot: str = "final") -> Unit:

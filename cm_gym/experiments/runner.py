@@ -167,6 +167,8 @@ def execute_unit(unit: Unit, inputs: Mapping[str, UnitResult], results_dir: str)
             "_unit": {"kind": unit.kind, "label": unit.label, "seconds": time.perf_counter() - started},
         }
         (partial / "result.json").write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
+        if final.exists() and load_result(Path(results_dir), unit) is None:
+            shutil.rmtree(final, ignore_errors=True)  # an unfinished or corrupt earlier attempt
         try:
             os.rename(partial, final)
         except OSError:  # another runner finished the same unit first: keep theirs

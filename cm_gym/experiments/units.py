@@ -105,40 +105,56 @@ def build_store(p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdir:
     ctx = context(p)
     tasks = tasks_of(p, "build_ids")
     checkpoints = [int(c) for c in p.get("checkpoints", ())]
+    budget = p.get("token_budget")
+    if budget is not None and checkpoints:
+        raise ExperimentError("a store unit takes checkpoints or a token budget, not both")
+    cfg = ConstructionConfig(**p.get("construction", {}))
+    kw = {"agent_kind": ctx.agent_kind, "max_decisions": ctx.max_decisions}
     live = workdir / "store.sqlite"
+    summaries = []
     with RecordStore(live, domain=ctx.domain.name, benchmark=p["benchmark"]) as store:
-        summary = build_memory(
-            ctx.domain,
-            tasks,
-            store,
-            ctx.llm,
-            ctx.evaluator,
-            ConstructionConfig(**p.get("construction", {})),
-            agent_kind=ctx.agent_kind,
-            max_decisions=ctx.max_decisions,
-            checkpoints=checkpoints,
-            checkpoint_dir=workdir / "checkpoints" if checkpoints else None,
-        )
+        if budget is None:
+            ckpt_dir = workdir / "checkpoints" if checkpoints else None
+            summaries.append(
+                build_memory(
+                    ctx.domain,
+                    tasks,
+                    store,
+                    ctx.llm,
+                    ctx.evaluator,
+                    cfg,
+                    checkpoints=checkpoints,
+                    checkpoint_dir=ckpt_dir,
+                    **kw,
+                )
+            )
+        else:  # E.2: process build tasks in order until the construction tokens reach the budget
+            for task in tasks:
+                if sum(s.solving_tokens + s.verification_tokens for s in summaries) >= int(budget):
+                    break
+                summaries.append(build_memory(ctx.domain, [task], store, ctx.llm, ctx.evaluator, cfg, **kw))
         store.freeze(workdir / "snapshot.sqlite", overwrite=True)
+        records = len(store)
     for side in workdir.glob("store.sqlite*"):
         side.unlink()
-    data = asdict(summary)
-    paths = {str(Path(c).name): c for c in data.pop("checkpoints")}
     by_count = {
         str(n): f"checkpoints/checkpoint-{n:04d}.sqlite"
         for n in checkpoints
-        if f"checkpoint-{n:04d}.sqlite" in paths
+        if (workdir / "checkpoints" / f"checkpoint-{n:04d}.sqlite").is_file()
     }
+    data = asdict(summaries[0]) if len(summaries) == 1 else {"tasks": sum(s.tasks for s in summaries)}
     data.pop("admitted_ids", None)
+    data.pop("checkpoints", None)
     return {
         "snapshot": "snapshot.sqlite",
         "checkpoints": by_count,
-        "records": summary.records,
+        "records": records,
+        "tasks_processed": sum(s.tasks for s in summaries),
         "summary": data,
         "cost": {
-            "tokens": summary.solving_tokens + summary.verification_tokens,
-            "llm_calls": summary.solving_llm_calls + summary.verification_llm_calls,
-            "evaluator_calls": summary.solving_calls + summary.verification_calls,
+            "tokens": sum(s.solving_tokens + s.verification_tokens for s in summaries),
+            "llm_calls": sum(s.solving_llm_calls + s.verification_llm_calls for s in summaries),
+            "evaluator_calls": sum(s.solving_calls + s.verification_calls for s in summaries),
         },
     }
 
