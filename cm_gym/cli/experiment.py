@@ -33,6 +33,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--llm", help="simulated (default) or openai[:model] (an OpenAI-compatible endpoint, cached)"
     )
     p.add_argument("--llm-seed", type=int, help="seed of the LLM (default 0)")
+    p.add_argument(
+        "--llm-cache", type=Path, help="LLM response cache file (default for openai: the user cache)"
+    )
+    p.add_argument(
+        "--llm-cache-mode",
+        choices=("rw", "ro", "off"),
+        help="rw (default), ro (replay only: a miss is an error), off",
+    )
     p.add_argument("--quick", action="store_true", help="smoke sizes: every study in minutes")
     p.add_argument(
         "--results",
@@ -60,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         seeds=tuple(dict.fromkeys(args.seeds)) if args.seeds else None,
         llm=args.llm,
         llm_seed=args.llm_seed,
+        llm_cache=args.llm_cache,
+        llm_cache_mode=args.llm_cache_mode,
         results_dir=args.results or Path("runs/experiments-quick" if args.quick else "runs/experiments"),
         workers=args.workers,
         progress=not args.no_progress,

@@ -70,6 +70,8 @@ class ExperimentConfig:
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     llm: str = "simulated"
     llm_seed: int = 0
+    llm_cache: Path | None = None
+    llm_cache_mode: str = "rw"
     max_decisions: int = 3
     split_seed: int = 12345
     quick: bool = False
@@ -100,6 +102,7 @@ class ExperimentConfig:
             "seeds": list(self.seeds),
             "llm": self.llm,
             "llm_seed": self.llm_seed,
+            "llm_cache_mode": self.llm_cache_mode,
             "max_decisions": self.max_decisions,
             "split_seed": self.split_seed,
             "quick": self.quick,

@@ -22,6 +22,12 @@ class Planner:
     def __init__(self, cfg: ExperimentConfig) -> None:
         self.cfg = cfg
         self._splits: dict[str, Split] = {}
+        #: where the LLM response cache lives and its mode: they must not change results, so they
+        #: travel with every unit without entering its key
+        self.runtime = {
+            "llm_cache": str(cfg.llm_cache) if cfg.llm_cache else None,
+            "llm_cache_mode": cfg.llm_cache_mode,
+        }
 
     # -- data -------------------------------------------------------------------------------
     def tasks(self, benchmark: str) -> dict[str, Task]:
@@ -81,7 +87,7 @@ class Planner:
         }
         if token_budget is not None:
             params["token_budget"] = int(token_budget)
-        return Unit("store", params, label=label or f"store {benchmark}/{agent}")
+        return Unit("store", params, label=label or f"store {benchmark}/{agent}", runtime=self.runtime)
 
     def selector(self, store: Unit, benchmark: str, agent: str, seed: int, snapshot: str = "final") -> Unit:
         """One masked-DQN seed on `store` (trained on the split's train tasks)."""
@@ -97,7 +103,13 @@ class Planner:
             "checkpoint_every": self.cfg.sizes.checkpoint_every,
             "snapshot": snapshot,
         }
-        return Unit("selector", params, {"store": store}, label=f"selector {benchmark}/{agent} seed {seed}")
+        return Unit(
+            "selector",
+            params,
+            {"store": store},
+            label=f"selector {benchmark}/{agent} seed {seed}",
+            runtime=self.runtime,
+        )
 
     def countermem_eval(
         self,
@@ -170,7 +182,7 @@ class Planner:
             "mparams": dict(sorted((mparams or {}).items())),
             "build_ids": list(build_ids if build_ids is not None else self.split(benchmark).build),
         }
-        return Unit("mechanism", params, label=f"build {name} {benchmark}/{agent}")
+        return Unit("mechanism", params, label=f"build {name} {benchmark}/{agent}", runtime=self.runtime)
 
     def mechanism_eval(
         self,
@@ -194,4 +206,6 @@ class Planner:
             "task_ids": list(task_ids if task_ids is not None else self.split(benchmark).eval),
         }
         deps = {"mechanism": built} if built is not None else {}
-        return Unit("evaluate", params, deps, Resources(), label or f"eval {name} {benchmark}/{agent}")
+        return Unit(
+            "evaluate", params, deps, Resources(), label or f"eval {name} {benchmark}/{agent}", self.runtime
+        )

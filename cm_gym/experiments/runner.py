@@ -87,14 +87,17 @@ class Resources:
 
 @dataclass(frozen=True)
 class Unit:
-    """One unit of work: `kind`, plain-data `params`, named input units `deps`, `resources`, and a
-    human-readable `label` (not part of the key)."""
+    """One unit of work: `kind`, plain-data `params`, named input units `deps`, `resources`, a
+    human-readable `label` and `runtime` settings (neither part of the key)."""
 
     kind: str
     params: Mapping[str, Any]
     deps: Mapping[str, Unit] = field(default_factory=dict)
     resources: Resources = field(default_factory=Resources)
     label: str = field(default="", compare=False)
+    #: settings that must not change a result (where the LLM cache lives, its mode): passed to the
+    #: unit function with `params` but not part of the key
+    runtime: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @cached_property
     def key(self) -> str:
@@ -161,7 +164,7 @@ def execute_unit(unit: Unit, inputs: Mapping[str, UnitResult], results_dir: str)
         raise ExperimentError(f"unknown unit kind {unit.kind!r}; known: {', '.join(sorted(UNIT_KINDS))}")
     started = time.perf_counter()
     try:
-        data = fn(unit.params, inputs, partial)
+        data = fn({**unit.params, **unit.runtime}, inputs, partial)
         data = {
             **data,
             "_unit": {"kind": unit.kind, "label": unit.label, "seconds": time.perf_counter() - started},

@@ -63,12 +63,13 @@ def tasks_of(p: Mapping[str, Any], key: str) -> list[Task]:
 
 
 @lru_cache(maxsize=32)
-def _llm(spec: str, seed: int, benchmark: str) -> LLM:
+def _llm(spec: str, seed: int, benchmark: str, cache: str | None, mode: str) -> LLM:
+    """The LLM (`make_llm`): a real endpoint always behind the response cache (`cache` or the
+    default file), the simulator only when a cache file is given."""
     from cm_gym.llm.factory import make_llm
 
-    if spec.startswith("simulated"):
-        return make_llm(spec, seed=seed, task_lookup=benchmark_tasks(benchmark))
-    return make_llm(spec, seed=seed, cache_path="default")
+    lookup = benchmark_tasks(benchmark) if spec.startswith("simulated") else None
+    return make_llm(spec, seed=seed, task_lookup=lookup, cache_path=cache, cache_mode=mode)
 
 
 def context(p: Mapping[str, Any]) -> MechanismContext:
@@ -76,14 +77,15 @@ def context(p: Mapping[str, Any]) -> MechanismContext:
     spec = get_benchmark(p["benchmark"])
     domain = get_domain(spec.domain_name)
     bench, llm, seed = p["benchmark"], p["llm"], int(p["llm_seed"])
+    cache, mode = p.get("llm_cache"), p.get("llm_cache_mode", "rw")
     return MechanismContext(
         domain,
-        _llm(llm, seed, bench),
+        _llm(llm, seed, bench, cache, mode),
         domain.make_evaluator(),
         agent_kind=p["agent"],
         max_decisions=int(p["max_decisions"]),
         seed=seed,
-        sampler=lambda i: _llm(llm, seed + 1000 * i, bench),
+        sampler=lambda i: _llm(llm, seed + 1000 * i, bench, cache, mode),
     )
 
 
@@ -197,6 +199,8 @@ def train_selector_unit(
         max_decisions=int(p["max_decisions"]),
         tensorboard=False,
         progress=False,
+        llm_cache=Path(p["llm_cache"]) if p.get("llm_cache") else None,
+        llm_cache_mode=p.get("llm_cache_mode", "rw"),
     )
     snapshot = load_snapshot(snapshot_path(inputs["store"], p.get("snapshot", "final")), prepared)
     record = train_selector(cfg, snapshot, prepared, int(p["seed"]))
