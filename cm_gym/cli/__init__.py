@@ -10,7 +10,18 @@ import logging
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("build", "memory", "train", "evaluate", "run", "experiment", "tabulate", "serve_llm", "cache", "benchmarks")
+COMMANDS = (
+    "build",
+    "memory",
+    "train",
+    "evaluate",
+    "run",
+    "experiment",
+    "tabulate",
+    "serve_llm",
+    "cache",
+    "benchmarks",
+)
 
 
 def make_parser() -> argparse.ArgumentParser:
