@@ -1,4 +1,11 @@
-"""`cm-gym cache`: the LLM response cache as a portable artefact.
+"""`cm-gym cache`: what cm_gym keeps under ``$CM_GYM_CACHE`` (default ``~/.cache/cm_gym``).
+
+The default stores that ``gymnasium.make`` builds on first use (``stores/``):
+
+cm-gym cache list  [--benchmark NAME] [--json]     (state, records, size, age of each snapshot)
+cm-gym cache clear [--benchmark NAME] [--dry-run]  (never removes one another process is using)
+
+The LLM response cache as a portable artefact:
 
 cm-gym cache stats  [--llm-cache PATH] [--json]
 cm-gym cache export OUT [--llm-cache PATH]          (JSON Lines; OUT ending in .gz is gzip'ed)
@@ -18,9 +25,21 @@ from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cache", help="inspect, export or import the LLM response cache")
+    p = sub.add_parser(
+        "cache",
+        help="list or clear cached default stores; inspect, export or import the LLM response cache",
+        description="Everything lives under $CM_GYM_CACHE (default ~/.cache/cm_gym).",
+    )
     csub = p.add_subparsers(dest="cache_command", metavar="ACTION")
     csub.required = True
+    q = csub.add_parser("list", help="the default stores built by gymnasium.make / default_snapshot")
+    q.add_argument("--benchmark", default=None, help="only this benchmark's stores")
+    q.add_argument("--json", action="store_true", help="print the entries as JSON")
+    q.set_defaults(func=run_list)
+    q = csub.add_parser("clear", help="remove cached default stores (rebuilt on next use)")
+    q.add_argument("--benchmark", default=None, help="only this benchmark's stores")
+    q.add_argument("--dry-run", action="store_true", help="only print what would be removed")
+    q.set_defaults(func=run_clear)
 
     def with_path(q: argparse.ArgumentParser) -> None:
         q.add_argument(
@@ -101,4 +120,38 @@ def run_import(args: argparse.Namespace) -> int:
             + ", ".join(report.conflicts[:5]),
             file=sys.stderr,
         )
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from cm_gym.memory.default_cache import list_default_stores
+    from cm_gym.paths import cache_root
+
+    entries = list_default_stores(args.benchmark)
+    if args.json:
+        print(json.dumps([e.to_dict() for e in entries], indent=2))
+        return 0
+    print(f"default stores in {cache_root() / 'stores'}")
+    if not entries:
+        print("  none (gymnasium.make builds one on first use)")
+        return 0
+    print(f"  {'benchmark':14} {'key':12} {'records':>7} {'size':>8}  {'created':20} state")
+    for e in entries:
+        records = "-" if e.records is None else str(e.records)
+        print(
+            f"  {e.benchmark[:14]:14} {e.key[:12]:12} {records:>7} {e.bytes / 1e6:7.2f}M  {e.created[:20]:20} {e.state}"
+        )
+    return 0
+
+
+def run_clear(args: argparse.Namespace) -> int:
+    from cm_gym.memory.default_cache import clear_default_stores
+
+    removed, skipped = clear_default_stores(args.benchmark, dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for path in removed:
+        print(f"{verb} {path}")
+    for path in skipped:
+        print(f"skipped {path}: in use by another process", file=sys.stderr)
+    print(f"{verb} {len(removed)} default store(s); {len(skipped)} in use")
     return 0
