@@ -12,9 +12,11 @@ __version__ = "0.1.0"
 __all__ = [
     "Action",
     "AgentState",
+    "DomainCheckError",
     "Outcome",
     "Split",
     "Task",
+    "check_domain",
     "get_benchmark",
     "get_domain",
     "list_benchmarks",
@@ -42,6 +44,16 @@ def _preload_in_forkserver() -> None:
     )
     if __name__ not in current:
         forkserver.set_forkserver_preload([*current, __name__])
+
+
+def __getattr__(name: str) -> object:
+    """Lazy public API: `check_domain`, `DomainCheckError`, `evaluate_policies` (they import the
+    memory and protocol layers, which plain ``import cm_gym`` does not need)."""
+    if name in ("check_domain", "DomainCheckError"):
+        from cm_gym import domain_check
+
+        return getattr(domain_check, name)
+    raise AttributeError(f"module 'cm_gym' has no attribute {name!r}")
 
 
 _register_builtins()

@@ -1,8 +1,11 @@
 """Benchmark registry: `register_benchmark()` turns a domain plugin into Gymnasium env ids.
 
-Like lm-evaluation-harness's task registry it refuses duplicate names. Registering benchmark
-``Name`` in namespace ``ns`` registers the Gymnasium id ``ns/Name-v<version>`` whose entry point
-is the shared `MemorySelectionEnv`; the env reaches the domain only through this registry.
+Like lm-evaluation-harness's task registry it refuses duplicates: a benchmark name or Gymnasium id
+that is taken, and a `Domain` class whose ``name`` another class already uses (records and
+conditions are keyed by that name). Registering benchmark ``Name`` in namespace ``ns`` registers the
+Gymnasium id ``ns/Name-v<version>`` whose entry point is the shared `MemorySelectionEnv`; the env
+reaches the domain only through this registry. ``strict=True`` also runs
+`cm_gym.domain_check.check_domain` on the benchmark before registering it.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ class RegistryError(CmGymError):
 class BenchmarkSpec:
     """One registered benchmark: a domain plus a task source.
 
-    `load_tasks(**kwargs)` returns the benchmark's tasks (deterministic for given kwargs);
+    `load_tasks(**kwargs)` returns the benchmark's tasks (deterministic for given kwargs; called
+    with no arguments by the env, the protocol and the default store);
     `env_kwargs` are defaults passed to the env; `split_by_env` asks the default split to keep
     environments (databases, repositories) disjoint between build/train and eval.
     """
@@ -60,6 +64,18 @@ _DOMAINS: dict[str, Domain] = {}
 _DOMAIN_FACTORIES: dict[str, Callable[[], Domain]] = {}
 
 
+def _class_name(domain: Any) -> str:
+    """Qualified name of the Domain class that `domain` (a class, instance or factory) makes."""
+    cls = domain if isinstance(domain, type) else type(domain if isinstance(domain, Domain) else domain())
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def domain_class_for(name: str) -> str | None:
+    """The qualified name of the class registered under domain `name` (None when free)."""
+    factory = _DOMAIN_FACTORIES.get(name)
+    return None if factory is None else _class_name(factory)
+
+
 def register_benchmark(
     name: str,
     *,
@@ -70,8 +86,11 @@ def register_benchmark(
     namespace: str = "cm_gym",
     split_by_env: bool = False,
     env_kwargs: Mapping[str, Any] | None = None,
+    strict: bool = False,
 ) -> BenchmarkSpec:
-    """Register a benchmark and its Gymnasium id. A duplicate name or env id is refused."""
+    """Register a benchmark and its Gymnasium id. A duplicate benchmark name or env id, and a
+    domain whose ``name`` belongs to another class, are refused. With `strict`, the benchmark's
+    tasks are loaded and `check_domain` must pass first (`DomainCheckError` otherwise)."""
     spec = BenchmarkSpec(
         name=name,
         domain=domain,
@@ -87,8 +106,19 @@ def register_benchmark(
     if spec.env_id in gym.registry:
         raise RegistryError(f"Gymnasium id {spec.env_id!r} is already registered")
     domain_name = getattr(domain, "name", None)
-    if isinstance(domain_name, str):
-        _DOMAIN_FACTORIES.setdefault(domain_name, domain)
+    if not isinstance(domain_name, str):
+        domain_name = domain().name
+    owner, mine = domain_class_for(domain_name), _class_name(domain)
+    if owner is not None and owner != mine:
+        raise RegistryError(
+            f"domain name {domain_name!r} of {mine} is already used by {owner}: give the new "
+            "Domain class another `name` (stored in every Task and Record)"
+        )
+    if strict:
+        from cm_gym.domain_check import check_domain
+
+        check_domain(domain(), list(load_tasks()))
+    _DOMAIN_FACTORIES.setdefault(domain_name, domain)
     _BENCHMARKS[name] = spec
     gym.register(id=spec.env_id, entry_point=ENV_ENTRY_POINT, kwargs={"benchmark": name})
     logger.debug("registered benchmark %s as %s", name, spec.env_id)

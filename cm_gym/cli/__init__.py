@@ -21,6 +21,7 @@ COMMANDS = (
     "serve_llm",
     "cache",
     "benchmarks",
+    "check_domain",
 )
 
 

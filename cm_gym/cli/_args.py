@@ -12,6 +12,29 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def nonneg_int(text: str) -> int:
+    """argparse type: an integer >= 0 (seeds)."""
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def pos_int(text: str) -> int:
+    """argparse type: an integer >= 1 (sizes, counts)."""
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def _base_type(tp: Any) -> tuple[Any, bool]:
     """(element type, is_tuple) of a field annotation, dropping Optional."""
     origin = typing.get_origin(tp)

@@ -1,22 +1,46 @@
 """Benchmark domains. Every sub-package here is a plugin that registers itself on import;
-third-party plugins register through the ``cm_gym.benchmarks`` entry-point group."""
+third-party plugins register through the ``cm_gym.benchmarks`` entry-point group, whose entries
+name either a module (importing it registers) or a function (called once, with no arguments)."""
 
 from __future__ import annotations
 
 import importlib
 import logging
+import os
 import pkgutil
-from importlib.metadata import entry_points
+import types
+from importlib.metadata import EntryPoint, entry_points
 
 logger = logging.getLogger(__name__)
 _loaded = False
 
 
+def _strict() -> bool:
+    """``CM_GYM_STRICT_PLUGINS=1``: a plugin that fails to load is an error, not a log line."""
+    return os.environ.get("CM_GYM_STRICT_PLUGINS", "").strip().lower() in ("1", "true", "yes")
+
+
+def load_plugin(ep: EntryPoint) -> None:
+    """Load one ``cm_gym.benchmarks`` entry point: a module registers on import; a function is
+    called once with no arguments. Anything else (a class, a constant) is refused."""
+    obj = ep.load()
+    if isinstance(obj, types.ModuleType):
+        return
+    if isinstance(obj, type) or not callable(obj):
+        from cm_gym.registry import RegistryError
+
+        raise RegistryError(
+            f"entry point {ep.name} = {ep.value} names a {'class' if isinstance(obj, type) else type(obj).__name__}: name a module that "
+            "registers on import, or a function that calls register_benchmark(...)"
+        )
+    obj()
+
+
 def load_builtin_domains() -> None:
     """Import every domain package under `cm_gym.domains` and every entry-point plugin once.
 
-    A plugin that fails to import (a missing optional dependency) is logged and skipped, so one
-    broken domain never hides the others.
+    A plugin that fails to load (a missing optional dependency) is logged and skipped, so one
+    broken domain never hides the others; ``CM_GYM_STRICT_PLUGINS=1`` makes it an error.
     """
     global _loaded
     if _loaded:
@@ -28,9 +52,13 @@ def load_builtin_domains() -> None:
         try:
             importlib.import_module(f"{__name__}.{info.name}")
         except Exception:  # noqa: BLE001 - a broken plugin must not break the others
+            if _strict():
+                raise
             logger.exception("could not load domain plugin %s", info.name)
     for ep in entry_points(group="cm_gym.benchmarks"):
         try:
-            ep.load()
+            load_plugin(ep)
         except Exception:  # noqa: BLE001
-            logger.exception("could not load benchmark plugin %s", ep.name)
+            if _strict():
+                raise
+            logger.exception("could not load benchmark plugin %s (%s)", ep.name, ep.value)
