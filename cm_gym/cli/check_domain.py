@@ -16,7 +16,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "reference never read by memory hooks. Exit status 1 when a check fails.",
     )
     p.add_argument("benchmark", help="registered benchmark name or Gymnasium id (see `cm-gym benchmarks`)")
-    p.add_argument("--max-tasks", type=pos_int, default=40, help="tasks whose reference is checked (default 40)")
+    p.add_argument(
+        "--max-tasks", type=pos_int, default=40, help="tasks whose reference is checked (default 40)"
+    )
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the task sample (default 0)")
     p.set_defaults(func=run)
 
