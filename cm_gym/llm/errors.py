@@ -43,3 +43,9 @@ class CacheWriteError(CacheError):
 
 class CacheConflictError(CacheError):
     """`cm-gym cache import` found entries whose key is already cached with a different reply."""
+
+
+#: Errors a caller must never turn into a documented fallback (rule-based edits, rule-based
+#: distillation): a read-only replay that lacks a reply, a cache that cannot be used, a server that
+#: is not running. Falling back would silently build other memory than the recorded run did.
+FATAL_LLM_ERRORS: tuple[type[LLMError], ...] = (CacheError, LLMUnreachableError)

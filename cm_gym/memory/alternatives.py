@@ -18,6 +18,7 @@ from typing import Any
 from cm_gym.agent import Cost
 from cm_gym.domains.base import Domain
 from cm_gym.llm.base import GENERATE_LOCAL_ALTERNATIVES, LLM
+from cm_gym.llm.errors import FATAL_LLM_ERRORS
 from cm_gym.types import TRUNCATION, AgentState, CmGymError, Outcome, truncate
 
 logger = logging.getLogger(__name__)
@@ -109,6 +110,8 @@ class AlternativeGenerator:
         )
         try:
             completion = self.llm.complete(GENERATE_LOCAL_ALTERNATIVES, fields)
+        except FATAL_LLM_ERRORS:
+            raise  # a replay without this reply, or no server: never a silent fallback
         except CmGymError as exc:
             logger.warning(
                 "GENERATE_LOCAL_ALTERNATIVES failed on %s (%s); rule-based edits only",

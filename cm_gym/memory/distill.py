@@ -17,6 +17,7 @@ from dataclasses import replace
 from cm_gym.agent import Cost
 from cm_gym.domains.base import Domain
 from cm_gym.llm.base import DISTIL_RECORD, LLM
+from cm_gym.llm.errors import FATAL_LLM_ERRORS
 from cm_gym.memory.alternatives import prompt_fields
 from cm_gym.memory.conditions import Condition, describe_predicates, parse_condition_or_none
 from cm_gym.types import TRUNCATION, AgentState, CmGymError, truncate
@@ -81,6 +82,8 @@ class Distiller:
             completion = self.llm.complete(DISTIL_RECORD, fields)
             cost.charge(completion)
             situation, condition_text = self.parser(completion.text)
+        except FATAL_LLM_ERRORS:
+            raise  # a replay without this reply, or no server: never a silent fallback
         except CmGymError as exc:
             logger.warning("DISTIL_RECORD failed on %s: %s", state.task.task_id, exc)
         except Exception as exc:  # noqa: BLE001 - documented fallback: the domain's rule-based distil

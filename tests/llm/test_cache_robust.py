@@ -243,3 +243,23 @@ def test_cache_commands(tmp_path: Path, toy: list[Task], capsys: Any) -> None:
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(CacheError, match="not writable"):
         ResponseCache(tmp_path / "b.sqlite", "ro").insert_rows([])
+
+
+def test_construction_never_falls_back_on_a_replay_miss(tmp_path: Path, toy: list[Task]) -> None:
+    """Construction falls back to rule-based edits / distillation when the LLM fails; a read-only
+    replay that lacks the reply must not (it would silently build different memory)."""
+    from cm_gym.agent import Cost
+    from cm_gym.memory.alternatives import AlternativeGenerator
+    from cm_gym.memory.distill import Distiller
+    from cm_gym.registry import get_domain
+    from cm_gym.types import AgentState, Outcome
+
+    path = tmp_path / "empty.sqlite"
+    ResponseCache(path, "rw").close()
+    replay = CachedLLM(SimulatedLLM(seed=1), ResponseCache(path, "ro"))
+    domain = get_domain(toy[0].domain)
+    state, failed = AgentState(toy[0]), Outcome(score=0.0, solved=False, feedback="rows differ")
+    with pytest.raises(CacheMissError, match="GENERATE_LOCAL_ALTERNATIVES"):
+        AlternativeGenerator(replay, domain, 4).generate(state, toy[0].reference, failed, Cost())
+    with pytest.raises(CacheMissError, match="DISTIL_RECORD"):
+        Distiller(replay, domain).distil(state, "a", "b", "evidence", Cost())
