@@ -1,11 +1,20 @@
-"""Train the memory-use selector (CleanRL-style entry script).
+"""Train the memory-use selector (CleanRL-style entry script; the same as ``cm-gym train``).
 
     python train.py --benchmark SQL --seeds 0 1 2 3 4 --total-decisions 2000
 
 Steps: load the benchmark and split it (T_build, T_train + validation, T_eval; overlap refused),
 build verified counterfactual memory on T_build and freeze it, then train one masked DQN per seed
-for `total_decisions` decisions, keeping the checkpoint with the best validation return.
-TensorBoard logs go to ``<out_dir>/tensorboard`` (charts/, losses/, memory/, llm/).
+for `total_decisions` decisions, keeping the checkpoint with the best validation return. An
+existing ``training.json`` in --out-dir is refused unless --overwrite.
+
+TensorBoard logs go to ``<out_dir>/tensorboard/seed<N>_1`` (a rerun of a seed replaces its run):
+
+- ``charts/``: episodic_return, solved, episode_decisions (training episodes, averaged between
+  dumps), validation_return and validation_solved (one point per checkpoint, every one of them);
+- ``memory/``: selected_uses, harmful_uses, coverage; ``llm/``: tokens_per_task,
+  evaluator_calls_per_task;
+- SB3's own: ``train/loss``, ``train/learning_rate``, ``rollout/exploration_rate``,
+  ``rollout/ep_rew_mean``, ``rollout/ep_len_mean``, ``time/fps``.
 """
 
 from __future__ import annotations
@@ -13,25 +22,36 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cm_gym.cli._args import add_dataclass_args
-from cm_gym.cli.run import PhaseBar, config_from
-from cm_gym.protocol import ProtocolConfig, train_all
+from cm_gym.cli import guarded_run
+from cm_gym.cli import train as train_cmd
+
+#: The TensorBoard scalar tags documented above (a test checks that a run writes every one).
+TENSORBOARD_TAGS = (
+    "charts/episodic_return",
+    "charts/solved",
+    "charts/episode_decisions",
+    "charts/validation_return",
+    "charts/validation_solved",
+    "memory/selected_uses",
+    "memory/harmful_uses",
+    "memory/coverage",
+    "llm/tokens_per_task",
+    "llm/evaluator_calls_per_task",
+    "train/loss",
+    "train/learning_rate",
+    "rollout/exploration_rate",
+    "rollout/ep_rew_mean",
+    "rollout/ep_len_mean",
+    "time/fps",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    add_dataclass_args(parser, ProtocolConfig, skip=("policies",))
-    cfg: ProtocolConfig = config_from(parser.parse_args(argv))
-    bar = PhaseBar(cfg.progress)
-    record = train_all(cfg, progress=bar)
-    bar.close()
-    for t in record["training"]:
-        print(
-            f"seed {t['seed']}: {t['best_checkpoint']} (validation return {t['best_validation_return']:.3f})"
-        )
-    return 0
+    args = train_cmd.configure(parser).parse_args(argv)
+    return guarded_run(train_cmd.run, args)
 
 
 if __name__ == "__main__":

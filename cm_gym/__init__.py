@@ -53,6 +53,10 @@ def __getattr__(name: str) -> object:
         from cm_gym import domain_check
 
         return getattr(domain_check, name)
+    if name == "evaluate_policies":
+        from cm_gym.evaluation import evaluate_policies
+
+        return evaluate_policies
     raise AttributeError(f"module 'cm_gym' has no attribute {name!r}")
 
 

@@ -11,12 +11,13 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from cm_gym.provenance import provenance
 from cm_gym.registry import BenchmarkSpec, get_benchmark, get_domain
 from cm_gym.splits import make_split
 from cm_gym.types import CmGymError, Split, SplitOverlapError, Task
@@ -63,9 +64,36 @@ class ProtocolConfig:
     n_train: int | None = None
     n_eval: int | None = None
     policies: tuple[str, ...] = POLICIES
+    on_masked: str = "warn"  # a policy picking masked actions: warn (they run as skip) | error
     tensorboard: bool = True
     progress: bool = True
     env_kwargs: dict[str, Any] = field(default_factory=dict)
+    #: your policies, name -> policy or factory(env, seed) (`cm_gym.evaluation`); their names
+    #: must also be in `policies` to be evaluated.
+    custom_policies: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Refuse unusable values with one `ProtocolError` line before any work starts."""
+        ints = {"total_decisions": 1, "checkpoint_every": 1, "max_decisions": 1, "concurrency": 1}
+        ints |= {"llm_seed": 0, "split_seed": 0, "k": 0}
+        ints |= {n: 1 for n in ("n_build", "n_train", "n_eval") if getattr(self, n) is not None}
+        for name, low in ints.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+                raise ProtocolError(f"{name} must be an integer >= {low}, got {value!r}")
+        if not self.seeds or any(
+            isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in self.seeds
+        ):
+            raise ProtocolError(f"seeds must be non-negative integers, got {self.seeds!r}")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ProtocolError(f"seeds must be distinct, got {self.seeds!r}")
+        if self.k > 4:
+            raise ProtocolError(f"k must be in 0..4 (the selector has 4 slots), got {self.k}")
+        unknown = [p for p in self.policies if p not in POLICIES and p not in self.custom_policies]
+        if unknown:
+            raise ProtocolError(f"unknown policy {unknown[0]!r}; built-in: {', '.join(POLICIES)}")
+        if self.on_masked not in ("warn", "error"):
+            raise ProtocolError(f"on_masked must be 'warn' or 'error', got {self.on_masked!r}")
 
     def env_config(self) -> dict[str, Any]:
         """Keyword arguments shared by every env of this run."""
@@ -95,6 +123,7 @@ class Prepared:
 
 def prepare(cfg: ProtocolConfig) -> Prepared:
     """Load the benchmark's tasks and make the (capped) split; refuse any overlap (Eq. 14)."""
+    cfg.validate()
     spec = get_benchmark(cfg.benchmark)
     tasks = list(spec.load_tasks())
     split = make_split(tasks, seed=cfg.split_seed, by_env=spec.split_by_env)
@@ -228,6 +257,10 @@ def train_selector(
     val_env = make_env(cfg, snapshot, val, llm)
     seed_dir = Path(cfg.out_dir) / "selector" / f"seed{seed}"
     tb = str(Path(cfg.out_dir) / "tensorboard") if cfg.tensorboard else None
+    if tb is not None:  # a rerun of this seed replaces its logs instead of adding seedN_2
+        from cm_gym.outputs import remove_tensorboard_runs
+
+        remove_tensorboard_runs(Path(tb), f"seed{seed}")
     model = MaskedDQN("MlpPolicy", env, seed=seed, tensorboard_log=tb, verbose=0)
     callback = CheckpointSelector(val_env, val, seed_dir, every=cfg.checkpoint_every)
     started = time.perf_counter()
@@ -236,6 +269,7 @@ def train_selector(
     )
     if callback.best_step < 0:  # shorter than one checkpoint interval: score the final policy
         callback.evaluate_checkpoint()
+    model.logger.close()  # flush and close the TensorBoard writer
     env.close()
     val_env.close()
     return {
@@ -269,11 +303,21 @@ def make_policy(name: str, env: Any, seed: int, checkpoint: str | None = None) -
     raise ProtocolError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
 
 
+def resolve_policy(cfg: ProtocolConfig, name: str, env: Any, seed: int, checkpoint: str | None) -> Any:
+    """A built-in policy by name, or one of `cfg.custom_policies` for this seed."""
+    if name in cfg.custom_policies:
+        from cm_gym.evaluation import instantiate_policy
+
+        return instantiate_policy(name, cfg.custom_policies[name], env, seed)
+    return make_policy(name, env, seed, checkpoint)
+
+
 def evaluate_policies(
     cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, checkpoints: dict[int, str], llm: Any = None
 ) -> dict[str, Any]:
     """Evaluate every policy on T_eval with store and policy frozen. Deterministic policies are
     run once and shared across seeds; random and CF Memory run once per seed."""
+    from cm_gym.evaluation import report_masked
     from cm_gym.metrics import aggregate_seeds, paired, summarize
     from cm_gym.training import run_episodes
 
@@ -289,15 +333,19 @@ def evaluate_policies(
             if name in ("none", "top1", "oracle") and per_seed:
                 per_seed[seed] = next(iter(per_seed.values()))
                 continue
-            policy = make_policy(name, env, seed, checkpoints.get(seed))
+            policy = resolve_policy(cfg, name, env, seed, checkpoints.get(seed))
             prefetch(name, seed, policy, checkpoints.get(seed))
-            per_seed[seed] = run_episodes(env, policy, prepared.split.eval)
+            on_masked = "error" if cfg.on_masked == "error" else "count"
+            per_seed[seed] = run_episodes(env, policy, prepared.split.eval, on_masked=on_masked)
         episodes_of[name] = per_seed
         summaries = [summarize(eps) for eps in per_seed.values()]
+        masked = sum(e.get("invalid_actions", 0) for eps in per_seed.values() for e in eps)
+        report_masked(name, masked, sum(e["decisions"] for eps in per_seed.values() for e in eps))
         results[name] = {
-            "label": POLICY_LABELS[name],
+            "label": POLICY_LABELS.get(name, name),
             "per_seed": summaries,
             "mean": aggregate_seeds(summaries),
+            "masked_actions": masked,
         }
     if "none" in episodes_of:
         base = next(iter(episodes_of["none"].values()))
@@ -383,7 +431,7 @@ def run_protocol(
     if progress:
         progress("evaluate", 1, 1)
     results = {
-        "config": _jsonable(asdict(cfg)),
+        "config": config_json(cfg),
         "split": {k: len(v) for k, v in asdict(prepared.split).items()},
         "snapshot": {
             "path": str(snapshot_path),
@@ -394,6 +442,7 @@ def run_protocol(
         "policies": policies,
         "timings": timings,
         "llm": llm_stats(llm),
+        "provenance": provenance(prepared.split, prepared.tasks),
     }
     (out / "results.json").write_text(json.dumps(_jsonable(results), indent=2))
     return results
@@ -419,19 +468,21 @@ def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | N
         if progress:
             progress("train", i + 1, len(cfg.seeds))
     record = {
-        "config": _jsonable(asdict(cfg)),
+        "config": config_json(cfg),
         "snapshot": str(snapshot_path),
         "training": training,
         "llm": llm_stats(llm),
+        "provenance": provenance(prepared.split, prepared.tasks),
     }
     Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
     (Path(cfg.out_dir) / "training.json").write_text(json.dumps(_jsonable(record), indent=2))
     return record
 
 
-def evaluate_all(cfg: ProtocolConfig, checkpoints: dict[int, str]) -> dict[str, Any]:
+def evaluate_all(cfg: ProtocolConfig, checkpoints: dict[int, str], *, write: bool = True) -> dict[str, Any]:
     """Evaluate every policy on T_eval against the frozen snapshot `cfg.store`; checkpoints are
-    checked (existence, observation size) before any episode runs."""
+    checked (existence, observation size) before any episode runs. With `write`, the results go
+    to ``<out_dir>/results.json``."""
     if cfg.store is None:
         raise ProtocolError("evaluation needs a frozen snapshot (--store)")
     prepared = prepare(cfg)
@@ -447,20 +498,34 @@ def evaluate_all(cfg: ProtocolConfig, checkpoints: dict[int, str]) -> dict[str, 
     llm = make_protocol_llm(cfg, prepared)
     policies = evaluate_policies(cfg, snapshot, prepared, checkpoints, llm)
     results = {
-        "config": _jsonable(asdict(cfg)),
+        "config": config_json(cfg),
         "split": {k: len(v) for k, v in asdict(prepared.split).items()},
         "snapshot": {"path": str(cfg.store), "records": len(snapshot.records), "manifest": snapshot.manifest},
         "policies": policies,
         "llm": llm_stats(llm),
+        "provenance": provenance(prepared.split, prepared.tasks),
     }
-    Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
-    (Path(cfg.out_dir) / "results.json").write_text(json.dumps(_jsonable(results), indent=2))
+    if write:
+        Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(cfg.out_dir) / "results.json").write_text(json.dumps(_jsonable(results), indent=2))
     return results
 
 
 def with_overrides(cfg: ProtocolConfig, **kw: Any) -> ProtocolConfig:
     """A copy of `cfg` with fields replaced (None values are ignored)."""
     return replace(cfg, **{k: v for k, v in kw.items() if v is not None})
+
+
+def config_json(cfg: ProtocolConfig) -> dict[str, Any]:
+    """The configuration as JSON data; your policies appear by name (module.qualname)."""
+    data = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name != "custom_policies"}
+    data["custom_policies"] = {name: _qualified(obj) for name, obj in cfg.custom_policies.items()}
+    return _jsonable(data)
+
+
+def _qualified(obj: Any) -> str:
+    target = obj if callable(obj) and hasattr(obj, "__qualname__") else type(obj)
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', type(obj).__name__)}"
 
 
 def _jsonable(obj: Any) -> Any:

@@ -1,8 +1,13 @@
-"""The main job's outputs: one results table (text) and plots of score and tokens per policy."""
+"""The main job's outputs: the results table (text that fits 100 columns, Markdown or JSON) and
+plots — each metric per policy with its spread over seeds, on an axis zoomed to the values (80
+vs 93 must not look flat), values labelled — and the selectors' learning curves (validation return
+against training decisions, per seed and their mean)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import textwrap
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +20,23 @@ COLUMNS = (
     ("Harmful use", "harmful_use", "{:.1%}"),
     ("Worse than draft", "worse_than_draft", "{:.1%}"),
 )
+#: Short headers used when the full ones do not fit the width (explained under the table).
+SHORT = {
+    "Tokens (M)": "Tok(M)",
+    "Calls/solved": "Calls/s",
+    "Fails/solved": "Fails/s",
+    "Coverage": "Cover",
+    "Harmful use": "Harm",
+    "Worse than draft": "Worse",
+    "Score/decision": "Sc/dec",
+    "Helpful use": "Help",
+}
+WIDTH = 100
+FORMATS = ("text", "markdown", "json")
 
 
-def _cell(metric: Mapping[str, Any], fmt: str, show_std: bool) -> str:
-    mean, std = metric.get("mean"), metric.get("std")
+def _cell(metric: Mapping[str, Any] | None, fmt: str, show_std: bool) -> str:
+    mean, std = (metric or {}).get("mean"), (metric or {}).get("std")
     if mean is None:
         return "—"
     text = fmt.format(mean)
@@ -27,52 +45,191 @@ def _cell(metric: Mapping[str, Any], fmt: str, show_std: bool) -> str:
     return text
 
 
-def results_table(results: Mapping[str, Any]) -> str:
-    """Mean ± std over seeds of each SPEC §8 metric, one row per policy. Rates keep their own
+def _aligned(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def _rows(results: Mapping[str, Any], std: str, short: bool, label_width: int | None) -> list[list[str]]:
+    header = ["Policy"] + [SHORT.get(c[0], c[0]) if short else c[0] for c in COLUMNS]
+    rows = [header]
+    for res in results["policies"].values():
+        label = str(res["label"])
+        if label_width is not None and len(label) > label_width:
+            label = label[: label_width - 1] + "…"
+        cells = [
+            _cell(res["mean"].get(key), fmt, show_std=std == "all" or (std == "score" and i == 0))
+            for i, (_, key, fmt) in enumerate(COLUMNS)
+        ]
+        rows.append([label, *cells])
+    return rows
+
+
+def _footnote(results: Mapping[str, Any]) -> str:
+    split = results.get("split", {})
+    cfg = results.get("config", {})
+    return (
+        f"benchmark {cfg.get('benchmark', '?')}: {split.get('eval', '?')} held-out tasks, "
+        f"{len(cfg.get('seeds', ()))} selector seed(s), store of {results['snapshot']['records']} records; "
+        "mean ± std over seeds. Score = 100 × mean final U; calls and fails per solved task; coverage "
+        "per retrieval opportunity; harmful use (reuse label −1, Appendix B.3) per selected record use; "
+        "worse than draft per selected use that changed the draft."
+    )
+
+
+def _warnings(results: Mapping[str, Any]) -> list[str]:
+    return [
+        f"warning: {res['label']} picked a masked action {res['masked_actions']} time(s); they ran as skip."
+        for res in results["policies"].values()
+        if res.get("masked_actions")
+    ]
+
+
+def results_table(results: Mapping[str, Any], fmt: str = "text", width: int = WIDTH) -> str:
+    """The results as text (every line ≤ `width`), a Markdown table or JSON. Rates keep their own
     denominators: calls and failures per solved task, coverage per retrieval opportunity, harmful
     use per selected record use."""
-    policies = results["policies"]
-    header = ["Policy"] + [c[0] for c in COLUMNS]
-    rows = [header]
-    for res in policies.values():
-        mean = res["mean"]
-        rows.append([res["label"]] + [_cell(mean[key], fmt, show_std=True) for _, key, fmt in COLUMNS])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    split = results.get("split", {})
-    foot = (
-        f"benchmark {results['config']['benchmark']}: {split.get('eval', '?')} held-out tasks, "
-        f"{len(results['config']['seeds'])} selector seeds, store of {results['snapshot']['records']} records; "
-        "score = 100 x mean final U; coverage per retrieval opportunity; harmful use (reuse label -1, "
-        "Appendix B.3) per selected record use; worse than draft per selected use that changed the draft."
+    if fmt == "json":
+        return json.dumps(results_json(results), indent=2)
+    if fmt == "markdown":
+        return markdown_table(results)
+    if fmt != "text":
+        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    attempts = [("all", False, None), ("score", False, None), ("score", True, None)]
+    attempts += [("score", True, n) for n in (24, 20, 16, 12)]
+    for std, short, label_width in attempts:
+        lines = _aligned(_rows(results, std, short, label_width))
+        if max(map(len, lines)) <= width:
+            break
+    foot = _footnote(results)
+    if short:
+        foot += (
+            " Short headers: " + ", ".join(f"{SHORT[c[0]]} = {c[0]}" for c in COLUMNS if c[0] in SHORT) + "."
+        )
+    notes = [textwrap.fill(foot, width)] + [textwrap.fill(w, width) for w in _warnings(results)]
+    return "\n".join([*lines, "", *notes])
+
+
+def markdown_table(results: Mapping[str, Any]) -> str:
+    """A GitHub Markdown table (mean ± std everywhere) and its footnote."""
+    rows = _rows(results, "all", False, None)
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    return "\n".join([*lines, "", _footnote(results), *_warnings(results)])
+
+
+def results_json(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The table's content as plain data: one row per policy, each metric's mean and std."""
+    rows = []
+    for name, res in results["policies"].items():
+        row: dict[str, Any] = {"policy": name, "label": res["label"]}
+        for header, key, _ in COLUMNS:
+            metric = res["mean"].get(key) or {}
+            row[key] = {"mean": metric.get("mean"), "std": metric.get("std"), "header": header}
+        row["masked_actions"] = res.get("masked_actions", 0)
+        rows.append(row)
+    return {
+        "benchmark": results.get("config", {}).get("benchmark"),
+        "seeds": list(results.get("config", {}).get("seeds", ())),
+        "eval_tasks": results.get("split", {}).get("eval"),
+        "store_records": results["snapshot"]["records"],
+        "rows": rows,
+    }
+
+
+def _zoomed(ax: Any, lows: Sequence[float], highs: Sequence[float]) -> None:
+    """y-limits around the data (not from 0), so small differences are visible."""
+    lo, hi = min(lows), max(highs)
+    pad = 0.15 * (hi - lo) if hi > lo else max(abs(hi) * 0.05, 0.5)
+    ax.set_ylim(lo - pad, hi + pad)
+
+
+def _metric_plot(results: Mapping[str, Any], key: str, title: str, fmt: str, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    policies = list(results["policies"].values())
+    labels = [res["label"].split(" (")[0] for res in policies]
+    means = [res["mean"][key]["mean"] or 0.0 for res in policies]
+    stds = [res["mean"][key]["std"] or 0.0 for res in policies]
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    xs = range(len(policies))
+    ax.errorbar(xs, means, yerr=stds, fmt="o", capsize=5, color="#4c72b0", ms=7)
+    for x, m, s in zip(xs, means, stds, strict=True):
+        ax.annotate(fmt.format(m) + (f" ± {fmt.format(s)}" if s else ""), (x, m + s), textcoords="offset points",
+                    xytext=(0, 6), ha="center", fontsize=8)  # fmt: skip
+    _zoomed(
+        ax,
+        [m - s for m, s in zip(means, stds, strict=True)],
+        [m + s for m, s in zip(means, stds, strict=True)],
     )
-    return "\n".join(lines + ["", foot])
+    top = ax.get_ylim()[1]
+    ax.set_ylim(ax.get_ylim()[0], top + 0.12 * (top - ax.get_ylim()[0]))  # room for the labels
+    ax.set_xticks(list(xs), labels, rotation=15)
+    ax.set_xlim(-0.5, len(policies) - 0.5)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title(f"{results['config']['benchmark']}: {title} (mean ± std over seeds; axis not from 0)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
-def write_plots(results: Mapping[str, Any], out_dir: Path) -> list[Path]:
-    """Bar charts of score and of total tokens per policy (mean ± std over seeds)."""
+def learning_curve(training: Sequence[Mapping[str, Any]], benchmark: str, path: Path) -> Path | None:
+    """Validation return against training decisions: one thin line per seed, their mean bold."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    runs = [t for t in training if t.get("history")]
+    if not runs:
+        return None
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    by_step: dict[float, list[float]] = {}
+    values = []
+    for t in runs:
+        steps = [h["step"] for h in t["history"]]
+        vals = [h["val_return"] for h in t["history"]]
+        values += vals
+        ax.plot(steps, vals, "o-", lw=1, ms=3, alpha=0.45, label=f"seed {t['seed']}")
+        for s, v in zip(steps, vals, strict=True):
+            by_step.setdefault(s, []).append(v)
+    steps = sorted(s for s, v in by_step.items() if len(v) == len(runs))
+    if steps:
+        mean = [float(np.mean(by_step[s])) for s in steps]
+        ax.plot(steps, mean, "-", lw=2.5, color="black", label="mean")
+        for s, m in zip(steps, mean, strict=True):
+            ax.annotate(
+                f"{m:.2f}", (s, m), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8
+            )
+    _zoomed(ax, values, values)
+    ax.set_xlabel("training decisions")
+    ax.set_ylabel("validation return")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    ax.set_title(f"{benchmark}: masked-DQN learning curves (validation return per checkpoint)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_plots(
+    results: Mapping[str, Any], out_dir: Path, training: Sequence[Mapping[str, Any]] | None = None
+) -> list[Path]:
+    """``score.png`` and ``tokens.png`` (per policy) and, when selectors were trained (in
+    `results["training"]` or `training`), ``learning_curve.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    policies = results["policies"]
-    labels = [res["label"].split(" (")[0] for res in policies.values()]
-    paths = []
-    for key, title, fname in (
-        ("score", "Score (0–100)", "score.png"),
-        ("total_tokens_m", "Task-run tokens (M)", "tokens.png"),
-    ):
-        means = [res["mean"][key]["mean"] or 0.0 for res in policies.values()]
-        stds = [res["mean"][key]["std"] or 0.0 for res in policies.values()]
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        ax.bar(labels, means, yerr=stds, capsize=4, color="#4c72b0")
-        ax.set_title(f"{results['config']['benchmark']}: {title}")
-        ax.tick_params(axis="x", labelrotation=15)
-        fig.tight_layout()
-        path = Path(out_dir) / fname
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
-    return paths
+    out_dir = Path(out_dir)
+    paths = [
+        _metric_plot(results, "score", "score (0–100)", "{:.1f}", out_dir / "score.png"),
+        _metric_plot(results, "total_tokens_m", "task-run tokens (M)", "{:.3f}", out_dir / "tokens.png"),
+    ]
+    curve = learning_curve(
+        training or results.get("training") or [],
+        results["config"]["benchmark"],
+        out_dir / "learning_curve.png",
+    )
+    return paths + ([curve] if curve is not None else [])

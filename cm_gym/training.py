@@ -8,6 +8,7 @@ mean return; it also writes the TensorBoard groups ``charts/``, ``memory/`` and 
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from cm_gym.metrics import EpisodeCounters
+from cm_gym.types import CmGymError
 
 logger = logging.getLogger(__name__)
 
@@ -34,22 +36,52 @@ class Policy(Protocol):
     ) -> tuple[np.ndarray, Any]: ...
 
 
+class MaskedActionError(CmGymError):
+    """A policy picked a masked action while evaluated with ``on_masked="error"``."""
+
+
+def wants_masks(policy: Any) -> bool:
+    """True when the policy's ``predict`` takes ``action_masks=`` (sb3-contrib's MaskablePPO)."""
+    try:
+        return "action_masks" in inspect.signature(policy.predict).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def run_episodes(
-    env: gym.Env, policy: Policy, task_ids: Sequence[str], *, seed: int = 0
+    env: gym.Env, policy: Policy, task_ids: Sequence[str], *, seed: int = 0, on_masked: str = "count"
 ) -> list[dict[str, Any]]:
     """Play one greedy episode per task id and return each episode's counters (as dicts).
 
     The env is reset with ``options={"task_id": ...}`` so every policy sees the same tasks in the
-    same order; nothing is written to the store.
+    same order; nothing is written to the store. A policy whose ``predict`` takes ``action_masks``
+    gets the env's mask. The action goes to the env as returned (the env refuses anything that is
+    not an integer of its action space); a masked pick runs as skip and is counted in the
+    episode's ``invalid_actions``, or raises `MaskedActionError` with ``on_masked="error"``.
     """
+    masks_fn = env.get_wrapper_attr("action_masks")
+    give_masks = wants_masks(policy)
     episodes: list[dict[str, Any]] = []
     for i, task_id in enumerate(task_ids):
         obs, info = env.reset(seed=seed + i, options={"task_id": task_id})
         counters = EpisodeCounters(task_id=str(info.get("task_id", task_id)))
         done = False
         while not done:
-            action, _ = policy.predict(obs, deterministic=True)
-            obs, reward, terminated, truncated, info = env.step(int(np.asarray(action).reshape(-1)[0]))
+            mask = masks_fn()
+            if give_masks:
+                action, _ = policy.predict(obs, deterministic=True, action_masks=mask)
+            else:
+                action, _ = policy.predict(obs, deterministic=True)
+            action = np.asarray(action)
+            if on_masked == "error" and action.size == 1 and action.dtype.kind in "iu":
+                a = int(action.reshape(-1)[0])
+                if 0 <= a < len(mask) and not mask[a]:
+                    raise MaskedActionError(
+                        f"the policy picked masked action {a} on task {task_id} (valid: {np.flatnonzero(mask).tolist()})"
+                    )
+            obs, reward, terminated, truncated, info = env.step(
+                action.reshape(-1)[0] if action.size == 1 else action
+            )
             counters.update(info, float(reward))
             done = terminated or truncated
         episodes.append(counters.as_dict())
@@ -114,6 +146,7 @@ class CheckpointSelector(BaseCallback):
         self.history.append({"step": float(self.num_timesteps), "val_return": value, "val_solved": solved})
         self.logger.record("charts/validation_return", value)
         self.logger.record("charts/validation_solved", solved)
+        self.logger.dump(self.num_timesteps)  # every validation point reaches TensorBoard, the last too
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.model.save(self.out_dir / f"ckpt_{self.num_timesteps}.zip")
         if value > self.best_return:

@@ -63,7 +63,19 @@ def test_tabulate_then_run_replays_with_the_server_stopped(
     # a request the cache does not hold (another sampling seed): one clear line, no network
     assert (
         main(
-            ["run", *SIZES, *cache, "--llm-cache-mode", "ro", "--llm-seed", "7", *RUN, "--out-dir", str(out)]
+            [
+                "run",
+                *SIZES,
+                *cache,
+                "--llm-cache-mode",
+                "ro",
+                "--llm-seed",
+                "7",
+                *RUN,
+                "--out-dir",
+                str(out),
+                "--overwrite",
+            ]
         )
         == 2
     )

@@ -8,7 +8,7 @@ import argparse
 import importlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 COMMANDS = (
     "build",
@@ -41,13 +41,12 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = make_parser()
-    args = parser.parse_args(argv)
-    level = logging.WARNING - 10 * min(args.verbose, 2)
+def guarded_run(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace) -> int:
+    """Run a command: a `CmGymError` is one line on stderr and exit status 2, Ctrl-C is 130."""
+    level = logging.WARNING - 10 * min(getattr(args, "verbose", 0), 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
-        return int(args.func(args) or 0)
+        return int(func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -58,6 +57,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"cm-gym: error: {exc}", file=sys.stderr)
             return 2
         raise
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from cm_gym import provenance
+
+    provenance.COMMAND = ["cm-gym", *(sys.argv[1:] if argv is None else argv)]
+    args = make_parser().parse_args(argv)
+    return guarded_run(args.func, args)
 
 
 if __name__ == "__main__":

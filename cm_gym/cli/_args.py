@@ -1,4 +1,12 @@
-"""Typed argument parsing: turn a dataclass (e.g. `ProtocolConfig`) into argparse options."""
+"""Typed argument parsing shared by the sub-commands.
+
+`add_dataclass_args` turns a dataclass (`ProtocolConfig`) into options: one ``--field-name`` per
+field, with the help text, choices and validating type of `OPTIONS` (a field without an entry
+still works, with a bare "(default …)" help; a test requires every `ProtocolConfig` field to have
+one). Validating types turn bad values into argparse's one-line errors (``--seeds -1``,
+``--total-decisions 0``, an unknown benchmark). Shared option groups (`add_output_options`) make a
+flag common to several commands one line.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,8 @@ import argparse
 import dataclasses
 import types
 import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,6 +45,89 @@ def pos_int(text: str) -> int:
     return value
 
 
+def slots(text: str) -> int:
+    """argparse type: k, the number of retrieved records (0..4)."""
+    value = _int(text)
+    if not 0 <= value <= 4:
+        raise argparse.ArgumentTypeError(f"must be in 0..4 (the selector has 4 slots), got {value}")
+    return value
+
+
+def existing_file(text: str) -> Path:
+    """argparse type: a file that exists."""
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"no such file: {text}")
+    return path
+
+
+def benchmark_name(text: str) -> str:
+    """argparse type: a registered benchmark (name or Gymnasium id), returned as its name."""
+    from cm_gym.registry import RegistryError, get_benchmark
+
+    try:
+        return get_benchmark(text).name
+    except RegistryError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def llm_spec(text: str) -> str:
+    """argparse type: "simulated", "openai" or "openai:<model>"."""
+    kind = text.partition(":")[0]
+    if kind not in ("simulated", "openai"):
+        raise argparse.ArgumentTypeError(f"expected simulated, openai or openai:<model>, got {text!r}")
+    return text
+
+
+def _choices(module: str, name: str) -> Callable[[], Sequence[str]]:
+    def get() -> Sequence[str]:
+        import importlib
+
+        return tuple(getattr(importlib.import_module(module), name))
+
+    return get
+
+
+@dataclass(frozen=True)
+class Opt:
+    """How one dataclass field appears on the command line."""
+
+    help: str
+    type: Callable[[str], Any] | None = None
+    choices: Callable[[], Sequence[str]] | None = None
+    metavar: str | None = None
+
+
+#: Help, validating type and choices of every `ProtocolConfig` field.
+OPTIONS: dict[str, Opt] = {
+    "benchmark": Opt("registered benchmark (see `cm-gym benchmarks`), e.g. SQL", benchmark_name, metavar="NAME"),
+    "out_dir": Opt("output folder (default runs/<benchmark>)", Path, metavar="DIR"),
+    "seeds": Opt("selector seeds, each trained and evaluated", nonneg_int, metavar="SEED"),
+    "total_decisions": Opt("decisions of selector training per seed", pos_int, metavar="N"),
+    "checkpoint_every": Opt("decisions between validation checkpoints", pos_int, metavar="N"),
+    "agent": Opt("base agent loop", choices=_choices("cm_gym.agent", "AGENT_KINDS")),
+    "llm": Opt("LLM: simulated | openai | openai:<model>", llm_spec, metavar="SPEC"),
+    "llm_seed": Opt("seed of the (simulated) LLM", nonneg_int, metavar="SEED"),
+    "llm_cache": Opt("LLM response cache file (default: under $CM_GYM_CACHE)", Path, metavar="FILE"),
+    "llm_cache_mode": Opt("rw, ro (replay only: a miss is an error) or off", choices=_choices("cm_gym.llm.factory", "CACHE_MODES")),
+    "concurrency": Opt("LLM calls in flight at most, where calls are independent (real LLMs)", pos_int, metavar="N"),
+    "split_seed": Opt("seed of the build / train / eval split", nonneg_int, metavar="SEED"),
+    "max_decisions": Opt("decision budget per task", pos_int, metavar="N"),
+    "k": Opt("records retrieved per decision (0..4)", slots, metavar="K"),
+    "use_conditions": Opt("condition switch: filter retrieval and render records with their condition"),
+    "retrieval": Opt("retrieval mode", choices=_choices("cm_gym.envs._loading", "RETRIEVAL_MODES")),
+    "retention": Opt("retention policy at capacity", choices=_choices("cm_gym.memory.retention", "RETENTION_POLICIES")),
+    "store": Opt("a frozen snapshot to use instead of building memory", existing_file, metavar="SNAPSHOT"),
+    "n_build": Opt("use only the first N build tasks", pos_int, metavar="N"),
+    "n_train": Opt("use only the first N training tasks", pos_int, metavar="N"),
+    "n_eval": Opt("evaluate on the first N held-out tasks", pos_int, metavar="N"),
+    "policies": Opt("built-in policies to evaluate", choices=_choices("cm_gym.protocol", "POLICIES")),
+    "on_masked": Opt("a policy picking masked actions: warn (they run as skip) or error", choices=lambda: ("warn", "error")),
+    "tensorboard": Opt("write TensorBoard logs to <out-dir>/tensorboard"),
+    "progress": Opt("progress bars on stderr"),
+}  # fmt: skip
+
+
 def _base_type(tp: Any) -> tuple[Any, bool]:
     """(element type, is_tuple) of a field annotation, dropping Optional."""
     origin = typing.get_origin(tp)
@@ -47,23 +140,48 @@ def _base_type(tp: Any) -> tuple[Any, bool]:
 
 
 def add_dataclass_args(parser: argparse.ArgumentParser, cls: type, skip: tuple[str, ...] = ()) -> None:
-    """One ``--field-name`` option per dataclass field (bools get ``--x/--no-x``)."""
+    """One ``--field-name`` option per dataclass field (bools get ``--x/--no-x``), described by
+    `OPTIONS`; unset options stay None, so the dataclass default (or a base config) applies."""
     hints = typing.get_type_hints(cls)
+    group = parser.add_argument_group("protocol options")
     for f in dataclasses.fields(cls):
         if f.name in skip or typing.get_origin(hints[f.name]) is dict:
             continue
         tp, many = _base_type(hints[f.name])
         flag = "--" + f.name.replace("_", "-")
         default = f.default if f.default is not dataclasses.MISSING else None
+        if isinstance(default, tuple):
+            default = " ".join(map(str, default))
+        opt = OPTIONS.get(f.name, Opt(""))
+        shown = "" if default is None or "default" in opt.help else f" (default {default})"
+        help_text = f"{opt.help}{shown}".strip()
         if tp is bool:
-            parser.add_argument(
-                flag, action=argparse.BooleanOptionalAction, default=None, help=f"(default {default})"
-            )
-        else:
-            conv = Path if tp is Path else tp
-            parser.add_argument(
-                flag, type=conv, nargs="+" if many else None, default=None, help=f"(default {default})"
-            )
+            group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+            continue
+        kwargs: dict[str, Any] = {"type": opt.type or (Path if tp is Path else tp), "default": None}
+        if opt.choices is not None:
+            kwargs["choices"] = opt.choices()
+        if opt.metavar and opt.choices is None:
+            kwargs["metavar"] = opt.metavar
+        group.add_argument(flag, nargs="+" if many else None, help=help_text, **kwargs)
+
+
+def add_output_options(parser: argparse.ArgumentParser, *, table: bool = True) -> None:
+    """``--overwrite`` (replace the outputs of an earlier run in --out-dir) and, for commands that
+    print the results table, ``--format``."""
+    group = parser.add_argument_group("output")
+    group.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the outputs an earlier run left in --out-dir (refused otherwise)",
+    )
+    if table:
+        group.add_argument(
+            "--format",
+            choices=("text", "markdown", "json"),
+            default="text",
+            help="results table as text (fits 100 columns), a Markdown table, or JSON (default text)",
+        )
 
 
 def dataclass_from_args(cls: type[T], args: argparse.Namespace, base: T | None = None) -> T:
@@ -74,3 +192,20 @@ def dataclass_from_args(cls: type[T], args: argparse.Namespace, base: T | None =
         if value is not None:
             values[f.name] = tuple(value) if isinstance(value, list) else value
     return dataclasses.replace(base, **values) if base is not None else cls(**values)  # type: ignore[type-var]
+
+
+def dataclass_from_json(cls: type[T], data: dict[str, Any]) -> T:
+    """A `cls` instance from its JSON form (``asdict`` + json): lists become tuples, strings
+    become Paths where the field is a Path; unknown keys and dict-typed fields are ignored."""
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name not in data or typing.get_origin(hints[f.name]) is dict:
+            continue
+        value, (tp, many) = data[f.name], _base_type(hints[f.name])
+        if value is not None and many:
+            value = tuple(value)
+        elif value is not None and tp is Path:
+            value = Path(value)
+        values[f.name] = value
+    return cls(**values)

@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from cm_gym.cli._args import nonneg_int, pos_int
+
 
 def _counts(text: str) -> tuple[int, ...]:
     """``"0,25,50"`` → (0, 25, 50)."""
@@ -30,8 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--split", choices=("build", "all"), default="build", help="tasks to build on (default build)"
     )
-    p.add_argument("--split-seed", type=int, default=12345, help="seed of the build/train/eval split")
-    p.add_argument("--limit", type=int, default=None, help="only the first N tasks of the split")
+    p.add_argument("--split-seed", type=nonneg_int, default=12345, help="seed of the build/train/eval split")
+    p.add_argument("--limit", type=pos_int, default=None, help="only the first N tasks of the split")
     p.add_argument("--llm", default="simulated", help="LLM spec: simulated | openai[:model]")
     p.add_argument(
         "--llm-cache",
@@ -46,13 +48,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="rw: replay and record; ro: replay only (a miss is an error, never a call); off: no cache",
     )
     p.add_argument("--concurrency", type=int, default=8, help="LLM calls in flight at most (real LLMs)")
-    p.add_argument("--seed", type=int, default=0, help="LLM seed")
-    p.add_argument("--agent", choices=("react", "reflexion"), default="react")
-    p.add_argument("--max-decisions", type=int, default=3)
-    p.add_argument("--retention", choices=("utility", "recent", "random", "similarity"), default="utility")
-    p.add_argument("--capacity", type=int, default=200, help="B, the record capacity")
-    p.add_argument("-K", "--alternatives", type=int, default=4, help="K alternatives per failed decision")
-    p.add_argument("--reuse-policy", choices=("top1", "never"), default="top1")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="LLM seed")
+    p.add_argument(
+        "--agent", choices=("react", "reflexion"), default="react", help="base agent loop (default react)"
+    )
+    p.add_argument("--max-decisions", type=pos_int, default=3, help="decision budget per task (default 3)")
+    p.add_argument(
+        "--retention",
+        choices=("utility", "recent", "random", "similarity"),
+        default="utility",
+        help="retention policy at capacity (default utility)",
+    )
+    p.add_argument("--capacity", type=pos_int, default=200, help="B, the record capacity")
+    p.add_argument(
+        "-K", "--alternatives", type=nonneg_int, default=4, help="K alternatives per failed decision"
+    )
+    p.add_argument(
+        "--reuse-policy",
+        choices=("top1", "never"),
+        default="top1",
+        help="construction-time reuse: revise drafts with the top record, or never (default top1)",
+    )
     p.add_argument("--verification-budget", type=int, default=None, help="evaluator calls for alternatives")
     p.add_argument(
         "--checkpoints",
@@ -60,7 +76,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=(),
         help="comma-separated task counts to snapshot, e.g. 0,25,50",
     )
-    p.add_argument("--checkpoint-dir", type=Path, default=None)
+    p.add_argument(
+        "--checkpoint-dir", type=Path, default=None, help="where --checkpoints go (default <out>-checkpoints)"
+    )
     p.add_argument("--freeze", type=Path, default=None, help="also freeze the store into this snapshot")
     p.add_argument("--json", type=Path, default=None, help="write the summary as JSON here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

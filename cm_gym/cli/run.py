@@ -4,20 +4,37 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 from tqdm import tqdm
 
-from cm_gym.cli._args import add_dataclass_args, dataclass_from_args
+from cm_gym.cli._args import add_dataclass_args, add_output_options, dataclass_from_args
+from cm_gym.outputs import claim_out_dir
 from cm_gym.protocol import ProtocolConfig, run_protocol
 from cm_gym.report import results_table, write_plots
 
+DESCRIPTION = (
+    "The paper's protocol end to end: build verified memory on T_build and freeze it, train one "
+    "masked-DQN selector per seed on T_train (best checkpoint on a validation subset), evaluate "
+    "None / Top-1 / Random valid / CF Memory / Oracle on the held-out T_eval, then print the results "
+    "table and write results.json, plots and TensorBoard logs into --out-dir."
+)
+
+
+def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of `cm-gym run` (shared with nothing else)."""
+    add_dataclass_args(p, ProtocolConfig)
+    add_output_options(p)
+    return p
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run the whole protocol and print the results table")
-    add_dataclass_args(p, ProtocolConfig)
-    p.set_defaults(func=run)
+    p = sub.add_parser(
+        "run", help="run the whole protocol and print the results table", description=DESCRIPTION
+    )
+    configure(p).set_defaults(func=run)
 
 
 def config_from(args: argparse.Namespace) -> ProtocolConfig:
@@ -70,6 +87,7 @@ def llm_line(stats: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     cfg = config_from(args)
+    claim_out_dir(cfg.out_dir, "run", overwrite=args.overwrite)
     started = time.perf_counter()
     bar = PhaseBar(cfg.progress)
     results = run_protocol(cfg, progress=bar)
@@ -78,8 +96,13 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     results["timings"]["total_seconds"] = elapsed
     (Path(cfg.out_dir) / "results.json").write_text(json.dumps(results, indent=2, default=str))
-    print(results_table(results))
-    print(llm_line(results.get("llm") or {}))
-    print(f"\nresults: {Path(cfg.out_dir) / 'results.json'}; plots: {', '.join(str(p) for p in plots)}")
-    print(f"total time {elapsed:.1f} s")
+    print(results_table(results, args.format))
+    # with --format json/markdown stdout is the table alone (pipe it); the rest goes to stderr
+    info = sys.stdout if args.format == "text" else sys.stderr
+    print(llm_line(results.get("llm") or {}), file=info)
+    print(
+        f"\nresults: {Path(cfg.out_dir) / 'results.json'}; plots: {', '.join(str(p) for p in plots)}",
+        file=info,
+    )
+    print(f"total time {elapsed:.1f} s", file=info)
     return 0

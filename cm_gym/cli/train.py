@@ -4,19 +4,36 @@ from __future__ import annotations
 
 import argparse
 
-from cm_gym.cli._args import add_dataclass_args
+from cm_gym.cli._args import add_dataclass_args, add_output_options
 from cm_gym.cli.run import PhaseBar, config_from
+from cm_gym.outputs import claim_out_dir
 from cm_gym.protocol import ProtocolConfig, train_all
+
+DESCRIPTION = (
+    "Build verified memory on T_build and freeze it (or use --store), then train one masked-DQN "
+    "selector per seed on T_train, keeping the checkpoint with the best validation return. Writes "
+    "training.json (snapshot, checkpoints, validation history), checkpoints under selector/ and "
+    "TensorBoard logs into --out-dir; `cm-gym evaluate` reads them."
+)
+
+
+def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of `cm-gym train` and `python train.py`."""
+    add_dataclass_args(p, ProtocolConfig, skip=("policies", "on_masked"))
+    add_output_options(p, table=False)
+    return p
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="build/freeze memory and train the selector (one per seed)")
-    add_dataclass_args(p, ProtocolConfig, skip=("policies",))
-    p.set_defaults(func=run)
+    p = sub.add_parser(
+        "train", help="build/freeze memory and train the selector (one per seed)", description=DESCRIPTION
+    )
+    configure(p).set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     cfg = config_from(args)
+    claim_out_dir(cfg.out_dir, "train", overwrite=args.overwrite)
     bar = PhaseBar(cfg.progress)
     record = train_all(cfg, progress=bar)
     bar.close()

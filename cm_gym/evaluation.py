@@ -1,0 +1,145 @@
+"""Your own policy in the results table: the same protocol, episodes and metrics as the built-ins.
+
+A *policy source* is any of:
+
+- an object with SB3's ``predict(observation, state=None, episode_start=None, deterministic=True)``
+  (a trained SB3 / sb3-contrib model, a baseline, your class) — used as is for every seed;
+- a factory ``make_policy(env, seed)`` returning one (either argument may be left out of its
+  signature) — called once per selector seed, on the evaluation env;
+- on the command line, ``[NAME=]package.module:attribute`` naming either of the above.
+
+A policy whose ``predict`` takes ``action_masks`` (MaskablePPO) receives the env's mask. A policy
+that picks a masked action gets the env's documented lenient skip, and the count is reported
+(``masked_actions``) with a loud warning; ``on_masked="error"`` refuses instead.
+
+`evaluate_policies({"name": policy, ...}, benchmark="SQL", store=...)` is the Python entry; ``cm-gym
+evaluate --policy NAME=pkg.mod:make_policy`` the command-line one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cm_gym.protocol import ProtocolConfig, ProtocolError
+
+logger = logging.getLogger(__name__)
+
+ON_MASKED = ("warn", "error")
+
+
+def load_policy(text: str) -> tuple[str, Any]:
+    """``[NAME=]package.module:attribute`` → (name, the object). The name defaults to the
+    attribute's last component."""
+    name, sep, target = text.partition("=")
+    if not sep:
+        name, target = "", text
+    module_name, colon, attr = target.partition(":")
+    if not colon or not module_name or not attr:
+        raise ProtocolError(
+            f"--policy {text!r}: expected [NAME=]package.module:attribute, e.g. mine=my_pkg.policies:make"
+        )
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ProtocolError(f"--policy {text!r}: cannot import {module_name!r} ({exc})") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ProtocolError(f"--policy {text!r}: {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not hasattr(obj, "predict") and not callable(obj):
+        raise ProtocolError(f"--policy {text!r}: {attr} is neither a policy (with predict) nor a factory")
+    return (name or attr.split(".")[-1]), obj
+
+
+def instantiate_policy(name: str, source: Any, env: Any, seed: int) -> Any:
+    """The policy for one seed: `source` itself when it has ``predict``, else ``source(env, seed)``
+    (passing only the arguments its signature names)."""
+    if hasattr(source, "predict"):
+        return source
+    if not callable(source):
+        raise ProtocolError(
+            f"policy {name!r}: expected an object with predict() or a factory, got {type(source).__name__}"
+        )
+    try:
+        params = inspect.signature(source).parameters
+    except (TypeError, ValueError):
+        params = {}
+    kwargs = {k: v for k, v in (("env", env), ("seed", seed)) if k in params}
+    policy = source(**kwargs) if kwargs or not params else source(env, seed)
+    if not hasattr(policy, "predict"):
+        raise ProtocolError(
+            f"policy {name!r}: the factory returned {type(policy).__name__}, which has no predict()"
+        )
+    return policy
+
+
+def report_masked(name: str, masked: int, decisions: int) -> None:
+    """The loud warning for a policy that picked masked actions (they ran as skip)."""
+    if masked:
+        text = (
+            f"policy {name!r} picked a masked action {masked} time(s) in {decisions} decisions; they ran as "
+            "skip (pass it the masks, or on_masked='error' / --on-masked error to refuse)"
+        )
+        warnings.warn(text, RuntimeWarning, stacklevel=3)
+        logger.warning(text)
+
+
+def evaluate_policies(
+    policies: Mapping[str, Any],
+    *,
+    benchmark: str = "SQL",
+    store: str | Path | None = None,
+    baselines: Sequence[str] = ("none",),
+    seeds: Sequence[int] = (0,),
+    n_eval: int | None = None,
+    split_seed: int = 12345,
+    on_masked: str = "warn",
+    out_dir: str | Path | None = None,
+    **env_kwargs: Any,
+) -> dict[str, Any]:
+    """Evaluate your policies (and the built-in `baselines`) on the benchmark's held-out tasks,
+    with the store and the policies frozen, exactly as `cm-gym evaluate` does. `store` is a frozen
+    snapshot (default: the benchmark's default store); `env_kwargs` go to the env (``k``,
+    ``max_decisions``, ``agent``, ...). Returns the results dict (``results["policies"][name]``);
+    `cm_gym.report.results_table(results)` prints it. With `out_dir`, ``results.json`` is written
+    there."""
+    from cm_gym.protocol import POLICIES, evaluate_all
+
+    if on_masked not in ON_MASKED:
+        raise ProtocolError(f"on_masked must be one of {ON_MASKED}, got {on_masked!r}")
+    clash = sorted(set(policies) & set(POLICIES))
+    if clash:
+        raise ProtocolError(
+            f"policy name(s) {clash} are built-in: choose other names (built-ins go in baselines=)"
+        )
+    unknown = sorted(set(baselines) - set(POLICIES) - {"cf_memory"})
+    if unknown or "cf_memory" in baselines:
+        raise ProtocolError(
+            f"baselines must be among {[p for p in POLICIES if p != 'cf_memory']}, got {list(baselines)}"
+        )
+    if store is None:
+        from cm_gym.memory.defaults import default_snapshot
+
+        store = default_snapshot(benchmark)
+    known = {f.name for f in ProtocolConfig.__dataclass_fields__.values()}  # type: ignore[attr-defined]
+    protocol_kw = {k: env_kwargs.pop(k) for k in list(env_kwargs) if k in known}
+    cfg = ProtocolConfig(
+        benchmark=benchmark,
+        store=Path(store),
+        seeds=tuple(int(s) for s in seeds),
+        n_eval=n_eval,
+        split_seed=split_seed,
+        policies=(*baselines, *policies),
+        custom_policies=dict(policies),
+        on_masked=on_masked,
+        out_dir=Path(out_dir) if out_dir is not None else Path("runs") / benchmark,
+        env_kwargs=env_kwargs,
+        **protocol_kw,
+    )
+    return evaluate_all(cfg, {}, write=out_dir is not None)
