@@ -168,3 +168,22 @@ def test_artificial_latency_holds_no_worker(server: LLMServer, toy: list[Task]) 
     assert len(ends) == 6
     # every request started before the first one finished: they were in flight together
     assert max(starts) < min(ends)
+
+
+def test_caching_proxy_forwards_once(server: LLMServer, toy: list[Task], tmp_path: Any) -> None:
+    """`serve-llm --llm openai`: the server in front of another endpoint, with the response cache:
+    the upstream sees each distinct request once, whoever asks."""
+    from cm_gym.llm.factory import make_llm
+
+    upstream = make_llm(
+        "openai:probe", base_url=server.base_url, cache_path=tmp_path / "proxy.sqlite", max_retries=0
+    )
+    proxy, url = serve_in_thread(upstream, model_name="proxy")
+    try:
+        clients = [OpenAICompatibleLLM(base_url=url, model="proxy", max_retries=0) for _ in range(2)]
+        texts = [c.complete(DRAFT_ACTION, {"task": t}).text for c in clients for t in toy[:3]]
+        assert texts[:3] == texts[3:] and proxy.request_count == 6
+        assert server.request_count == 3  # the second client was answered from the proxy's cache
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
