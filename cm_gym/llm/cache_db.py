@@ -23,6 +23,10 @@ SCHEMA_VERSION = "2"
 _READABLE_VERSIONS = ("1", "2")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 LOCK_RETRIES = 3  # extra attempts after a busy timeout, with a short pause between them
+#: SQLite's quick_check reads the whole file: run it on open only up to this size (every env of a
+#: vector env opens the cache); larger files are checked page by page as SQLite reads them, and a
+#: damaged page is then a `CacheCorruptError` on the read that meets it
+VERIFY_MAX_BYTES = 64 * 1024 * 1024
 
 
 class NotWritableError(CacheWriteError):
@@ -114,7 +118,7 @@ class CacheFile:
         else:
             conn = self._connect_rw(exists)
         try:
-            if verify:
+            if verify and self.path.stat().st_size <= VERIFY_MAX_BYTES:
                 result = conn.execute("PRAGMA quick_check").fetchone()
                 if not result or result[0] != "ok":
                     raise CacheCorruptError(f"{self.path} failed SQLite's integrity check: {result}")
