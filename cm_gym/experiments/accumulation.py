@@ -194,13 +194,20 @@ def _directions(b: str, ckpts: list[int], curves: dict) -> list[Direction]:
     losses = {m: [v for v, _ in curves[m]["loss"]] for m in curves}
     later = [i for i, v in enumerate(losses["countermem"]) if not np.isnan(v)][1:]
     if later:
-        less = all(losses["countermem"][i] <= losses["reasoningbank"][i] for i in later)
+        cm_l, rb_l = [losses["countermem"][i] for i in later], [losses["reasoningbank"][i] for i in later]
+        verdict = (
+            "reproduced"
+            if all(c < r for c, r in zip(cm_l, rb_l, strict=True))
+            else "not reproduced"
+            if any(c > r for c, r in zip(cm_l, rb_l, strict=True))
+            else "inconclusive"
+        )
         out.append(
             Direction(
                 f"{b}: CounterMem loses less on earlier tasks than ReasoningBank at every later checkpoint",
                 "less loss at each nonzero checkpoint (no numbers given)",
                 "; ".join(f"{LABEL[m]}: " + ", ".join(f"{losses[m][i]:+.1f}" for i in later) for m in losses),
-                "reproduced" if less else "not reproduced",
+                verdict,
             )
         )
     return out

@@ -59,14 +59,24 @@ def unit_kind(name: str) -> Callable[[UnitFn], UnitFn]:
     return register
 
 
+#: Sources that cannot change a unit's result (the CLI, report writing, the studies' planning and
+#: reporting — a unit's parameters are explicit), so editing a report does not recompute units.
+_NOT_IN_CODE_VERSION = ("cli/", "report.py", "experiments/")
+_IN_CODE_VERSION = ("experiments/units.py", "experiments/runner.py")
+
+
 @cache
 def code_version() -> str:
-    """A hash of the package's source (every ``cm_gym/**/*.py``): part of every unit key, so a
-    code change never reuses results computed by other code."""
+    """A hash of the package source that computes units (every ``cm_gym/**/*.py`` except the CLI
+    and the report side of `experiments`): part of every unit key, so a code change never reuses
+    results computed by other code."""
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode())
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(_NOT_IN_CODE_VERSION) and rel not in _IN_CODE_VERSION:
+            continue
+        h.update(rel.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 

@@ -71,9 +71,12 @@ def _domain_estimate(study: Study, runs: dict, agent: str, mech: str, benches: S
     )
 
 
-def _mean_gain(study: Study, runs: dict, agent: str, base: str, treated: str) -> Estimate:
-    """Paired gain (pp) of `treated` over `base`, averaged over benchmarks with equal weight."""
-    ests = [study.paired(runs[(b, agent, base)], runs[(b, agent, treated)]) for b in study.cfg.benchmarks]
+def _mean_gain(study: Study, runs: dict, agent: str, base: str, treated: str, key: str = "score") -> Estimate:
+    """Paired gain of `treated` over `base` (score in pp, or another per-task counter), averaged
+    over benchmarks with equal weight."""
+    ests = [
+        study.paired(runs[(b, agent, base)], runs[(b, agent, treated)], key=key) for b in study.cfg.benchmarks
+    ]
     ests = [e for e in ests if e.value is not None]
     if not ests:
         return Estimate(None)
@@ -198,6 +201,7 @@ def directions(study: Study, runs: dict) -> list[Direction]:
             verdict_all(list(best.values())),
         )
     )
+    saved = {a: _mean_gain(study, runs, a, "countermem", "none", key="tokens") for a in cfg.agents}
     ratio = {
         a: sum(total_tokens_m(runs[(b, a, "countermem")]) for b in cfg.benchmarks)
         / max(1e-12, sum(total_tokens_m(runs[(b, a, "none")]) for b in cfg.benchmarks))
@@ -207,8 +211,11 @@ def directions(study: Study, runs: dict) -> list[Direction]:
         Direction(
             "CF Memory uses fewer task-run tokens than None",
             "7.7–42.0% fewer",
-            "; ".join(f"{a}: {100 * (1 - r):+.1f}% fewer" for a, r in ratio.items()),
-            "reproduced" if all(r < 1 for r in ratio.values()) else "not reproduced",
+            "; ".join(
+                f"{a}: {100 * (ratio[a] - 1):+.1f}% tokens vs None (None − CF per task {fmt_est(saved[a], '{:+.0f}')})"
+                for a in cfg.agents
+            ),
+            verdict_all([verdict_positive(e) for e in saved.values()]),
         )
     )
     return out

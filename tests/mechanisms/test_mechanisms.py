@@ -192,3 +192,34 @@ def test_make_mechanism_refuses_unknown_names_and_parameters() -> None:
         make_mechanism("expel", n_insight=3)
     for cls in MECHANISMS.values():
         assert cls.source and cls.adapted, f"{cls.name} must cite its source and say what was adapted"
+
+
+def test_mechanisms_run_against_a_real_endpoint(sql_tasks: dict, sql_split: tuple) -> None:
+    """Every mechanism template travels through the real `openai` client to the local
+    OpenAI-compatible server (string fields only) and gives the in-process episodes."""
+    from cm_gym.llm.openai_client import OpenAICompatibleLLM
+    from cm_gym.llm.server import serve_in_thread
+    from cm_gym.llm.simulated import SimulatedLLM
+    from cm_gym.registry import get_domain
+
+    build, held_out = sql_split
+    server, url = serve_in_thread(SimulatedLLM(seed=5, task_lookup=sql_tasks), model_name="sim")
+    try:
+        domain = get_domain("sql")
+        remote = MechanismContext(
+            domain, OpenAICompatibleLLM(base_url=url, model="sim", api_key="EMPTY"), domain.make_evaluator()
+        )
+        local = MechanismContext(domain, SimulatedLLM(seed=5, task_lookup=sql_tasks), domain.make_evaluator())
+        for name in ("expel", "generative_agents", "memgpt", "reasoningbank"):
+            a, b = make_mechanism(name), make_mechanism(name)
+            a.build(remote, build[:8])
+            b.build(local, build[:8])
+            assert a.state_dict() == b.state_dict(), name
+            _same(
+                a.run_episodes(remote, held_out[:5]),
+                b.run_episodes(local, held_out[:5]),
+                (*KEYS, "memory_tokens"),
+            )
+    finally:
+        server.shutdown()
+        server.server_close()
