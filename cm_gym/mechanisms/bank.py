@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.mechanisms.base import GuidanceItem
+from cm_gym.mechanisms.base import Guidance, GuidanceItem
 from cm_gym.memory.embedding import Embedder
+from cm_gym.memory.retrieval import query_text
+from cm_gym.types import Task
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,12 @@ class ItemBank:
         idx = np.flatnonzero(self.eligible(exclude_task))
         order = sorted(idx, key=lambda i: (-float(sims[i]), i))[:k]
         return [(self.items[i], float(sims[i])) for i in order]
+
+    def guidance(self, task: Task, state_text: str, k: int) -> Guidance | None:
+        """The k items most similar to this decision's query (task prompt + state), never the
+        task's own, as guidance (None when there are none)."""
+        hits = self.top_k(query_text(task, state_text), k, task.task_id)
+        return Guidance(tuple(it.guidance() for it, _ in hits), len(hits)) if hits else None
 
     def to_json(self) -> list[dict[str, Any]]:
         return [asdict(it) for it in self.items]

@@ -18,7 +18,7 @@ The shared decision loop that drives a mechanism over tasks is `cm_gym.mechanism
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
@@ -141,9 +141,23 @@ class MemoryMechanism:
     #: whether the mechanism retrieves at each decision (its retrieval coverage is then reported)
     retrieves: ClassVar[bool] = True
 
-    def __init__(self) -> None:
+    def __init__(self, token_budget: int | None = None) -> None:
+        #: construction stops once `build_cost` reaches this many tokens (E.2); None = no limit
+        self.token_budget = token_budget
         self.build_cost = Cost()
         self.build_info: dict[str, Any] = {}
+
+    def build_tasks(self, tasks: Sequence[Task], progress: ProgressFn | None = None) -> Iterator[Task]:
+        """The build tasks in order while the token budget lasts; counts them in
+        ``build_info["tasks"]`` and reports progress after each."""
+        self.build_info["tasks"] = 0
+        for i, task in enumerate(tasks, start=1):
+            if self.token_budget is not None and self.build_cost.tokens >= self.token_budget:
+                return
+            yield task
+            self.build_info["tasks"] = i
+            if progress is not None:
+                progress(i, len(tasks))
 
     # -- construction -----------------------------------------------------------------------
     def build(self, ctx: MechanismContext, tasks: Sequence[Task], progress: ProgressFn | None = None) -> None:

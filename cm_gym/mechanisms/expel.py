@@ -53,20 +53,16 @@ class ExpeL(MemoryMechanism):
     )
 
     def __init__(self, n_insights: int = 5, n_examples: int = 1, token_budget: int | None = None) -> None:
-        super().__init__()
-        self.n_insights, self.n_examples, self.token_budget = int(n_insights), int(n_examples), token_budget
+        super().__init__(token_budget)
+        self.n_insights, self.n_examples = int(n_insights), int(n_examples)
         self.insights: list[MemoryItem] = []
         self.examples: ItemBank | None = None
 
     def build(self, ctx: MechanismContext, tasks: Sequence[Task], progress: ProgressFn | None = None) -> None:
         self.examples = ItemBank(ctx.embedder)
         by_key: dict[str, int] = {}
-        processed = 0
-        for i, task in enumerate(tasks, start=1):
-            if self.token_budget is not None and self.build_cost.tokens >= self.token_budget:
-                break
+        for task in self.build_tasks(tasks, progress):
             traj = collect(ctx, task, self.build_cost)
-            processed += 1
             if traj.solved:
                 text = f"Task: {task.prompt}\n{traj.render()}"
                 self.examples.add(
@@ -81,9 +77,7 @@ class ExpeL(MemoryMechanism):
                 else:
                     by_key[key] = len(self.insights)
                     self.insights.append(self._insight(ctx, traj.state, fix, len(self.insights)))
-            if progress is not None:
-                progress(i, len(tasks))
-        self.build_info = {"tasks": processed, "insights": len(self.insights), "examples": len(self.examples)}
+        self.build_info.update(insights=len(self.insights), examples=len(self.examples))
 
     def _insight(
         self, ctx: MechanismContext, state: AgentState, fix: tuple[str, str], order: int

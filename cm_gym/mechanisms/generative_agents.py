@@ -69,13 +69,8 @@ class GenerativeAgents(MemoryMechanism):
         reflect_threshold: float = 150.0,
         token_budget: int | None = None,
     ) -> None:
-        super().__init__()
-        self.k, self.decay, self.reflect_threshold, self.token_budget = (
-            int(k),
-            decay,
-            reflect_threshold,
-            token_budget,
-        )
+        super().__init__(token_budget)
+        self.k, self.decay, self.reflect_threshold = int(k), decay, reflect_threshold
         self.stream: ItemBank | None = None
         self.now = 0
 
@@ -114,13 +109,10 @@ class GenerativeAgents(MemoryMechanism):
 
     def build(self, ctx: MechanismContext, tasks: Sequence[Task], progress: ProgressFn | None = None) -> None:
         self.stream = ItemBank(ctx.embedder)
-        pending, processed = 0.0, 0
-        for i, task in enumerate(tasks, start=1):
-            if self.token_budget is not None and self.build_cost.tokens >= self.token_budget:
-                break
+        pending = 0.0
+        for i, task in enumerate(self.build_tasks(tasks, progress), start=1):
             self.now = i
             traj = collect(ctx, task, self.build_cost, mechanism=self)
-            processed += 1
             text = f"Task: {task.prompt}\n{traj.render()}"
             importance = self._rate(ctx, traj.state, text)
             self.stream.add(
@@ -138,10 +130,8 @@ class GenerativeAgents(MemoryMechanism):
             if pending >= self.reflect_threshold:
                 self._reflect(ctx, traj.state)
                 pending = 0.0
-            if progress is not None:
-                progress(i, len(tasks))
         reflections = sum(1 for it in self.stream.items if it.meta.get("kind") == "reflection")
-        self.build_info = {"tasks": processed, "memories": len(self.stream), "reflections": reflections}
+        self.build_info.update(memories=len(self.stream), reflections=reflections)
 
     def guide(self, ctx: MechanismContext, d: DecisionContext, cost: Cost) -> Guidance | None:
         if self.stream is None or not len(self.stream):

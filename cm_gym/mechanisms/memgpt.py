@@ -54,8 +54,8 @@ class MemGPT(MemoryMechanism):
     )
 
     def __init__(self, pages: int = 2, token_budget: int | None = None) -> None:
-        super().__init__()
-        self.pages, self.token_budget = int(pages), token_budget
+        super().__init__(token_budget)
+        self.pages = int(pages)
         self.archive: ItemBank | None = None
         self.context: list[MemoryItem] = []
 
@@ -64,21 +64,15 @@ class MemGPT(MemoryMechanism):
 
     def build(self, ctx: MechanismContext, tasks: Sequence[Task], progress: ProgressFn | None = None) -> None:
         self.archive = ItemBank(ctx.embedder)
-        processed = 0
-        for i, task in enumerate(tasks, start=1):
-            if self.token_budget is not None and self.build_cost.tokens >= self.token_budget:
-                break
+        for task in self.build_tasks(tasks, progress):
             traj = collect(ctx, task, self.build_cost, mechanism=self)
-            processed += 1
             fields = prompt_fields(ctx.domain, traj.state, ctx.agent_kind, trajectory=traj.render())
             completion = ctx.llm.complete(MEMGPT_ARCHIVE, fields)
             self.build_cost.charge(completion)
             entry = parse_labelled(completion.text, "ENTRY", MEMGPT_ARCHIVE)
             self.archive.add(MemoryItem(item_id("archival", task.task_id), entry, entry, task.task_id))
-            if progress is not None:
-                progress(i, len(tasks))
         self.context = []
-        self.build_info = {"tasks": processed, "archival_entries": len(self.archive)}
+        self.build_info["archival_entries"] = len(self.archive)
 
     def guide(self, ctx: MechanismContext, d: DecisionContext, cost: Cost) -> Guidance | None:
         if self.archive is None or not len(self.archive):

@@ -34,7 +34,6 @@ from cm_gym.mechanisms.bank import ItemBank, MemoryItem, item_id
 from cm_gym.mechanisms.base import DecisionContext, Guidance, MechanismContext, MemoryMechanism, ProgressFn
 from cm_gym.mechanisms.experience import Trajectory, collect
 from cm_gym.memory.alternatives import prompt_fields
-from cm_gym.memory.retrieval import query_text
 from cm_gym.types import Task
 
 
@@ -53,7 +52,7 @@ class ReasoningBank(MemoryMechanism):
     def __init__(
         self, k: int = 1, matts: int = 1, verified: bool = False, token_budget: int | None = None
     ) -> None:
-        super().__init__()
+        super().__init__(token_budget)
         if matts < 1:
             raise ValueError(f"matts must be >= 1 (trajectories per build task), got {matts}")
         self.k, self.matts, self.verified, self.token_budget = (
@@ -88,10 +87,7 @@ class ReasoningBank(MemoryMechanism):
 
     def build(self, ctx: MechanismContext, tasks: Sequence[Task], progress: ProgressFn | None = None) -> None:
         self.bank = ItemBank(ctx.embedder)
-        processed = 0
-        for i, task in enumerate(tasks, start=1):
-            if self.token_budget is not None and self.build_cost.tokens >= self.token_budget:
-                break
+        for task in self.build_tasks(tasks, progress):
             runs = [
                 collect(
                     ctx if j == 0 else dataclasses.replace(ctx, llm=ctx.sample_llm(j)),
@@ -101,20 +97,14 @@ class ReasoningBank(MemoryMechanism):
                 )
                 for j in range(self.matts)
             ]
-            processed += 1
             text = self._distil(ctx, task, runs)
             self.bank.add(
                 MemoryItem(item_id("strategy", task.task_id, text), text, task.prompt, task.task_id)
             )
-            if progress is not None:
-                progress(i, len(tasks))
-        self.build_info = {"tasks": processed, "strategies": len(self.bank)}
+        self.build_info["strategies"] = len(self.bank)
 
     def guide(self, ctx: MechanismContext, d: DecisionContext, cost: Cost) -> Guidance | None:
-        if self.bank is None:
-            return None
-        hits = self.bank.top_k(query_text(d.task, d.state.render()), self.k, d.task.task_id)
-        return Guidance(tuple(it.guidance() for it, _ in hits), len(hits)) if hits else None
+        return self.bank.guidance(d.task, d.state.render(), self.k) if self.bank is not None else None
 
     def state_dict(self) -> dict[str, Any]:
         return {"bank": self.bank.to_json() if self.bank is not None else []}

@@ -29,7 +29,6 @@ from cm_gym.mechanisms.bank import ItemBank, MemoryItem, item_id
 from cm_gym.mechanisms.base import DecisionContext, Guidance, MechanismContext, MemoryMechanism, ProgressFn
 from cm_gym.mechanisms.experience import collect
 from cm_gym.memory.alternatives import prompt_fields
-from cm_gym.memory.retrieval import query_text
 from cm_gym.types import Task
 
 
@@ -46,18 +45,14 @@ class Voyager(MemoryMechanism):
     )
 
     def __init__(self, k: int = 3, token_budget: int | None = None) -> None:
-        super().__init__()
-        self.k, self.token_budget = int(k), token_budget
+        super().__init__(token_budget)
+        self.k = int(k)
         self.library: ItemBank | None = None
 
     def build(self, ctx: MechanismContext, tasks: Sequence[Task], progress: ProgressFn | None = None) -> None:
         self.library = ItemBank(ctx.embedder)
-        processed = 0
-        for i, task in enumerate(tasks, start=1):
-            if self.token_budget is not None and self.build_cost.tokens >= self.token_budget:
-                break
+        for task in self.build_tasks(tasks, progress):
             traj = collect(ctx, task, self.build_cost, mechanism=self)
-            processed += 1
             if traj.solved:
                 fields = prompt_fields(ctx.domain, traj.state, ctx.agent_kind, trajectory=traj.render())
                 completion = ctx.llm.complete(VOYAGER_SKILL, fields)
@@ -70,15 +65,10 @@ class Voyager(MemoryMechanism):
                 self.library.add(
                     MemoryItem(item_id("skill", task.task_id), text, skill.description, task.task_id)
                 )
-            if progress is not None:
-                progress(i, len(tasks))
-        self.build_info = {"tasks": processed, "skills": len(self.library)}
+        self.build_info["skills"] = len(self.library)
 
     def guide(self, ctx: MechanismContext, d: DecisionContext, cost: Cost) -> Guidance | None:
-        if self.library is None:
-            return None
-        hits = self.library.top_k(query_text(d.task, d.state.render()), self.k, d.task.task_id)
-        return Guidance(tuple(it.guidance() for it, _ in hits), len(hits)) if hits else None
+        return self.library.guidance(d.task, d.state.render(), self.k) if self.library is not None else None
 
     def state_dict(self) -> dict[str, Any]:
         return {"library": self.library.to_json() if self.library is not None else []}
