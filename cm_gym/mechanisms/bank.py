@@ -13,7 +13,6 @@ import numpy as np
 
 from cm_gym.mechanisms.base import Guidance, GuidanceItem
 from cm_gym.memory.embedding import Embedder
-from cm_gym.memory.retrieval import query_text
 from cm_gym.types import Task
 
 
@@ -86,10 +85,10 @@ class ItemBank:
         order = sorted(idx, key=lambda i: (-float(sims[i]), i))[:k]
         return [(self.items[i], float(sims[i])) for i in order]
 
-    def guidance(self, task: Task, state_text: str, k: int) -> Guidance | None:
-        """The k items most similar to this decision's query (task prompt + state), never the
-        task's own, as guidance (None when there are none)."""
-        hits = self.top_k(query_text(task, state_text), k, task.task_id)
+    def guidance(self, task: Task, k: int) -> Guidance | None:
+        """The k items most similar to the task's question (how the baselines' sources retrieve:
+        by the task / query), never the task's own, as guidance (None when there are none)."""
+        hits = self.top_k(task.prompt, k, task.task_id)
         return Guidance(tuple(it.guidance() for it, _ in hits), len(hits)) if hits else None
 
     def to_json(self) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 Source: ExpeL gathers experience on training tasks (Reflexion-style retries), then extracts
 natural-language insights by comparing failed and successful attempts and keeps them in a list
 whose entries are added, up-voted and down-voted; at inference the insights go into the prompt
-together with successful trajectories of similar training tasks as examples.
+together with successful trajectories of similar training tasks (by task similarity) as examples.
 
 Adapted to the common task interface:
 
@@ -36,7 +36,6 @@ from cm_gym.mechanisms.base import (
 )
 from cm_gym.mechanisms.experience import collect
 from cm_gym.memory.alternatives import prompt_fields
-from cm_gym.memory.retrieval import query_text
 from cm_gym.types import AgentState, Task
 
 
@@ -103,8 +102,8 @@ class ExpeL(MemoryMechanism):
         )[: self.n_insights]
         items = [it.guidance() for it in ranked]
         if self.examples is not None:
-            query = query_text(d.task, d.state.render())
-            items += [it.guidance() for it, _ in self.examples.top_k(query, self.n_examples, d.task.task_id)]
+            hits = self.examples.top_k(d.task.prompt, self.n_examples, d.task.task_id)
+            items += [it.guidance() for it, _ in hits]
         return Guidance(tuple(items), len(items)) if items else None
 
     def state_dict(self) -> dict[str, Any]:

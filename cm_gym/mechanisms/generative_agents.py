@@ -13,7 +13,7 @@ Adapted to the common task interface:
   feedback), rated by GENERATIVE_AGENTS_IMPORTANCE; the stream is built online — the agent
   retrieves from the stream while working on later build tasks, as a generative agent acts on
   its memories;
-* time is the build-task index; recency = 0.995^(tasks since creation) — memory is frozen during
+* relevance = cos(φ(question), φ(memory)); time is the build-task index; recency = 0.995^(tasks since creation) — memory is frozen during
   evaluation, so last-access times are not updated;
 * after every 150 points of importance, GENERATIVE_AGENTS_REFLECT writes one reflection over the
   most recent observations that fit the prompt, rated like an observation;
@@ -41,7 +41,6 @@ from cm_gym.mechanisms.base import (
 )
 from cm_gym.mechanisms.experience import collect
 from cm_gym.memory.alternatives import prompt_fields
-from cm_gym.memory.retrieval import query_text
 from cm_gym.types import TRUNCATION, AgentState, Task
 
 
@@ -140,7 +139,7 @@ class GenerativeAgents(MemoryMechanism):
         if eligible.size == 0:
             return None
         items = [self.stream.items[i] for i in eligible]
-        relevance = self.stream.similarities(query_text(d.task, d.state.render()))[eligible]
+        relevance = self.stream.similarities(d.task.prompt)[eligible]
         recency = np.array([self.decay ** max(0, self.now - it.meta.get("time", 0)) for it in items])
         importance = np.array([it.weight for it in items], dtype=np.float64)
         score = _minmax(recency) + _minmax(importance) + _minmax(relevance.astype(np.float64))

@@ -104,7 +104,7 @@ class ReasoningBank(MemoryMechanism):
         self.build_info["strategies"] = len(self.bank)
 
     def guide(self, ctx: MechanismContext, d: DecisionContext, cost: Cost) -> Guidance | None:
-        return self.bank.guidance(d.task, d.state.render(), self.k) if self.bank is not None else None
+        return self.bank.guidance(d.task, self.k) if self.bank is not None else None
 
     def state_dict(self) -> dict[str, Any]:
         return {"bank": self.bank.to_json() if self.bank is not None else []}

@@ -12,7 +12,7 @@ Adapted to the common task interface:
   self-verification) becomes a skill: VOYAGER_SKILL writes its name, applicability description
   and steps from the trajectory; the skill keeps the solving action as its code;
 * the library is built online (each build task may use the skills of earlier ones);
-* at each decision the top `k` skills by cos(φ(question + state), φ(description)) are shown
+* at each decision the top `k` skills by cos(φ(question), φ(description)) are shown
   (k = 3 here, the same retrieval budget as CounterMem's, instead of Voyager's 5). Skills are whole
   verified solutions of *other* tasks, with no statement of when they apply.
 """
@@ -68,7 +68,7 @@ class Voyager(MemoryMechanism):
         self.build_info["skills"] = len(self.library)
 
     def guide(self, ctx: MechanismContext, d: DecisionContext, cost: Cost) -> Guidance | None:
-        return self.library.guidance(d.task, d.state.render(), self.k) if self.library is not None else None
+        return self.library.guidance(d.task, self.k) if self.library is not None else None
 
     def state_dict(self) -> dict[str, Any]:
         return {"library": self.library.to_json() if self.library is not None else []}
