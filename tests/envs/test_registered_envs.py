@@ -21,9 +21,9 @@ from cm_gym.paths import DataNotFoundError
 from cm_gym.registry import BenchmarkSpec
 
 BENCHMARKS = [s for s in cm_gym.list_benchmarks() if s.namespace != "cm_gym_test"]
-#: Domains whose evaluator is an external verifier taking seconds per check: their checker runs
-#: are marked slow (CI runs them) and carry the domain's marker.
-SLOW_DOMAINS = {"dafny": pytest.mark.dafny}
+#: Domains whose evaluator is an external verifier taking seconds per check (Dafny, Coq): their
+#: checker runs are marked slow (CI runs them) and carry the domain's marker.
+SLOW_DOMAINS = {"dafny": pytest.mark.dafny, "math": pytest.mark.coq}
 
 
 def _params(specs: list[BenchmarkSpec]) -> list[object]:

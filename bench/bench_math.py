@@ -1,0 +1,197 @@
+"""Benchmark the math world model (Coq in the sandbox) and its portfolio references.
+
+Prints, each measured in this run:
+
+- the sandbox's overhead on a ``coqc`` check: the same check file run by plain ``coqc`` in a temp
+  dir and by `Sandbox.run` (interleaved, several rounds), as a ratio (target ≤ 1.3×); and the
+  whole evaluator check (vetting, plan, sandbox, reading the verdict) against the same plain run;
+- the verdict cache: a repeated check's time against its first;
+- the hostile corpus: outcomes by expectation, slowest entry;
+- ``--verify``: every shipped proof re-checked from scratch (no cache) — solved / total, time;
+- ``--portfolio``: the portfolio search over all statements — coverage and wall time
+  (``--write`` also rewrites the shipped table);
+- ``--first-make``: ``gym.make("cm_gym/MiniF2F-v0")`` in a fresh process on a fresh cache.
+
+    python bench/bench_math.py                         # overhead, cache, hostile (a few minutes)
+    python bench/bench_math.py --verify --first-make   # + shipped proofs, first gym.make
+    python bench/bench_math.py --portfolio             # + the portfolio search (~10 min, 2 workers)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from cm_gym.domains.math.checker import FILENAME, build_plan
+from cm_gym.domains.math.evaluator import MathEvaluator
+from cm_gym.domains.math.hostile import CORPUS, hostile_task
+from cm_gym.domains.math.loader import load_minif2f_tasks
+from cm_gym.domains.math.proofs import read_table
+from cm_gym.domains.math.script import parse_script
+from cm_gym.domains.math.statement import statement_of
+from cm_gym.types import Action, AgentState, Task
+
+
+def _spread(tasks: list[Task], n: int) -> list[Task]:
+    if n >= len(tasks):
+        return tasks
+    step = len(tasks) / n
+    return [tasks[int(i * step)] for i in range(n)]
+
+
+def plain_coqc(coqc: str, text: str) -> float:
+    """The check file in a temp dir under plain ``coqc`` (no sandbox); seconds."""
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / FILENAME).write_text(text)
+        start = time.perf_counter()
+        subprocess.run([coqc, "-q", "-no-glob", "-o", str(Path(d) / "task.vo"), FILENAME], cwd=d,
+                       capture_output=True, check=False)  # fmt: skip
+        return time.perf_counter() - start
+
+
+def bench_overhead(tasks: list[Task], rounds: int) -> None:
+    ev = MathEvaluator(cache=None)
+    cases = []
+    for t in tasks:
+        draft = next((e.text for e in _edits(t)), t.reference)
+        for script in (t.reference, draft):
+            cases.append((t, script, build_plan(statement_of(t), parse_script(script), ev.install).text))
+    argv = [ev.install.coqc, "-q", "-no-glob", "-o", "scratch/task.vo", FILENAME]
+    plain: list[float] = []
+    boxed: list[float] = []
+    whole: list[float] = []
+    for r in range(rounds):
+        for i, (task, script, text) in enumerate(cases):
+            order = (0, 1, 2) if (i + r) % 2 == 0 else (2, 1, 0)
+            for which in order:
+                if which == 0:
+                    plain.append(plain_coqc(ev.install.coqc, text))
+                elif which == 1:
+                    start = time.perf_counter()
+                    ev.sandbox.run(argv, {FILENAME: text}, limits=ev.limits)
+                    boxed.append(time.perf_counter() - start)
+                else:
+                    fresh = MathEvaluator(cache=None)
+                    start = time.perf_counter()
+                    fresh.check(AgentState(task), Action(script))
+                    whole.append(time.perf_counter() - start)
+    ratios = [b / p for b, p in zip(boxed, plain, strict=True)]
+    print(
+        f"coqc check overhead ({len(cases)} check files x {rounds} rounds, isolation {ev.sandbox.isolation}):"
+    )
+    print(f"  plain coqc        total {sum(plain):7.2f}s  median {statistics.median(plain):.3f}s")
+    print(f"  sandboxed coqc    total {sum(boxed):7.2f}s  median {statistics.median(boxed):.3f}s  "
+          f"ratio {sum(boxed) / sum(plain):.3f}x (median per file {statistics.median(ratios):.3f}x)")  # fmt: skip
+    print(f"  evaluator.check   total {sum(whole):7.2f}s  ratio to plain {sum(whole) / sum(plain):.3f}x")
+
+
+def _edits(task: Task):  # type: ignore[no-untyped-def]
+    from cm_gym.domains.math.domain import MathDomain
+
+    return MathDomain().edit_operators(task, task.reference)
+
+
+def bench_cache(task: Task) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        ev = MathEvaluator(cache=Path(d) / "v.sqlite")
+        start = time.perf_counter()
+        ev.check(AgentState(task), Action(task.reference))
+        first = time.perf_counter() - start
+        start = time.perf_counter()
+        for _ in range(100):
+            ev.check(AgentState(task), Action(task.reference))
+        again = (time.perf_counter() - start) / 100
+    print(
+        f"verdict cache: first check {first:.3f}s, cached repeat {again * 1000:.2f} ms ({first / again:.0f}x)"
+    )
+
+
+def bench_hostile() -> None:
+    ev = MathEvaluator(cache=None)
+    task = hostile_task()
+    rows = []
+    for h in CORPUS:
+        start = time.perf_counter()
+        o = ev.check(AgentState(task), Action(h.script))
+        rows.append((h, o, time.perf_counter() - start))
+    counts = Counter((h.expect, o.status, o.solved) for h, o, _ in rows)
+    print(f"hostile corpus ({len(CORPUS)} scripts): " + ", ".join(
+        f"{e}->{s}{' solved' if solved else ''}: {n}" for (e, s, solved), n in sorted(counts.items())))  # fmt: skip
+    bad = [h.name for h, o, _ in rows if (h.expect != "harmless" and (o.solved or o.score > 0))]
+    slow = max(rows, key=lambda r: r[2])
+    print(f"  not contained: {bad or 'none'}; slowest: {slow[0].name} {slow[2]:.2f}s")
+
+
+def bench_verify(tasks: list[Task]) -> None:
+    ev = MathEvaluator(cache=None)
+    start = time.perf_counter()
+    failed = [t.meta["theorem"] for t in tasks if not ev.check(AgentState(t), Action(t.reference)).solved]
+    wall = time.perf_counter() - start
+    print(f"shipped proofs re-verified: {len(tasks) - len(failed)}/{len(tasks)} solved in {wall:.1f}s "
+          f"({wall / max(1, len(tasks)):.2f}s each); failed: {failed or 'none'}")  # fmt: skip
+
+
+def bench_portfolio(workers: int, per_try: int, write: bool) -> None:
+    from cm_gym.domains.math.portfolio import main
+
+    start = time.perf_counter()
+    main(["--workers", str(workers), "--per-try", str(per_try)] + (["--write"] if write else []))
+    print(f"portfolio search wall time (incl. loading): {time.perf_counter() - start:.0f}s")
+
+
+def bench_first_make() -> None:
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, CM_GYM_CACHE=cache)
+        code = ("import time; t=time.perf_counter(); import gymnasium as gym, cm_gym; "
+                "e=gym.make('cm_gym/MiniF2F-v0'); print(f'{time.perf_counter()-t:.1f}'); "
+                "print(len(e.unwrapped.store.records))")  # fmt: skip
+        start = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+        )
+        wall = time.perf_counter() - start
+        lines = out.stdout.split()
+        if out.returncode != 0 or len(lines) < 2:
+            print(f"first gym.make failed: {out.stderr[-500:]}")
+            return
+        print(f"first gym.make('cm_gym/MiniF2F-v0') on a fresh cache: {lines[0]}s in-process "
+              f"({wall:.1f}s with interpreter start); default store: {lines[1]} records")  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", type=int, default=8, help="benchmark tasks sampled for the overhead")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--verify", action="store_true")
+    ap.add_argument("--portfolio", action="store_true")
+    ap.add_argument("--write", action="store_true", help="with --portfolio: rewrite the shipped table")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--per-try", type=int, default=5)
+    ap.add_argument("--first-make", action="store_true")
+    ap.add_argument("--skip-hostile", action="store_true")
+    args = ap.parse_args()
+    tasks = load_minif2f_tasks()
+    table = read_table()
+    print(f"MiniF2F-v0: {len(tasks)} statements with a verified portfolio proof out of "
+          f"{len(table['proofs']) + len(table['unproved'])} (Coq {table.get('coq', '?')})")  # fmt: skip
+    bench_overhead(_spread(tasks, args.tasks), args.rounds)
+    bench_cache(tasks[0])
+    if not args.skip_hostile:
+        bench_hostile()
+    if args.verify:
+        bench_verify(tasks)
+    if args.portfolio:
+        bench_portfolio(args.workers, args.per_try, args.write)
+    if args.first_make:
+        bench_first_make()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""Math domain: formal proofs of miniF2F statements with Coq as the world model. Registers
+"MiniF2F" (``cm_gym/MiniF2F-v0``) on the miniF2F-rocq "valid" statements
+(``data_root()/"minif2f-rocq"/"valid"``) that the portfolio search proved (the shipped table);
+``load_minif2f_tasks(proved_only=False)`` gives every statement, for real LLMs. Registration and
+task loading work without Coq; creating an evaluator raises `ToolNotFoundError` with the install
+command (``apt-get install -y coq``) when ``coqc`` is missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cm_gym.domains.math.domain import MathDomain
+from cm_gym.registry import register_benchmark
+from cm_gym.types import Task
+
+__all__ = ["MathDomain", "load_minif2f_tasks"]
+
+
+def load_minif2f_tasks(
+    root: Path | str | None = None, *, proved_only: bool = True, limit: int | None = None
+) -> list[Task]:
+    """miniF2F-rocq tasks (see `cm_gym.domains.math.loader`)."""
+    from cm_gym.domains.math.loader import load_minif2f_tasks as load
+
+    return load(root=root, proved_only=proved_only, limit=limit)
+
+
+register_benchmark(
+    "MiniF2F",
+    domain=MathDomain,
+    load_tasks=load_minif2f_tasks,
+    description="miniF2F valid statements in Coq (stdlib); write a proof script that coqc accepts at Qed",
+)

@@ -1,0 +1,207 @@
+"""The math world model: vet the proof script, run ``coqc`` on statement + script in the sandbox,
+and score Coq's verdict.
+
+Score (U in [0, 1]):
+
+- **1** — ``coqc`` accepted ``Qed`` and ``Print Assumptions`` lists nothing but standard-library
+  axioms or axioms the statement itself declares (`checker` module doc). Solved.
+- **0** — the proof closed but depends on anything else (an admitted lemma of the statement file,
+  unsafe fixpoints …); the script was refused before running (status "refused": forbidden
+  command, library outside the stdlib; "error": not Coq sentences); the statement itself does not
+  load (status "error"); ``coqc`` was killed at the wall-clock limit (status "timeout").
+- **partial, at most** `PARTIAL_MAX` **= 0.5** — Coq rejected a sentence (or ``Qed`` with goals
+  left): ``0.5 · closed / (closed + open)`` where `open` is the number of goals open at the
+  failure point and `closed` sums every drop in the open-goal count Coq reported along the
+  accepted sentences (`CoqVerdict.progress`). A script that fails at its first tactic scores 0;
+  one that closes two of three subgoals before failing scores 1/3; a script whose tactics all
+  succeed but leave one of four goals open scores 0.375. Sound: it counts only goals Coq itself
+  reports closed, never text, and a failed proof can never reach a solved proof's score.
+
+Feedback is Coq's first error, located in the script (sentence number and text) with the goal
+counts. Verdicts are cached (`verdicts`); `check_many` checks independent scripts in parallel.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from cm_gym.domains.math.checker import FILENAME, CoqVerdict, build_plan, read_verdict
+from cm_gym.domains.math.coqtool import CoqInstall, LibraryError, coq_install, find_coqc
+from cm_gym.domains.math.script import ProofScript, ScriptError, parse_script
+from cm_gym.domains.math.statement import statement_of
+from cm_gym.domains.math.verdicts import VerdictCache, verdict_key
+from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxError, SandboxResult
+from cm_gym.paths import cache_dir
+from cm_gym.types import TRUNCATION, Action, AgentState, Outcome, Task, truncate
+
+logger = logging.getLogger(__name__)
+
+CHECKER_VERSION = "1"
+PARTIAL_MAX = 0.5
+DEFAULT_LIMITS = Limits(
+    wall_s=120.0, cpu_s=120.0, memory_mb=4096, max_procs=16, max_file_mb=64, output_chars=300_000
+)
+_DEFAULT_CACHE = object()
+
+
+class MathEvaluator:
+    """`check(state, action)` for math tasks. Creating it raises `ToolNotFoundError` (one message
+    with the install command) when ``coqc`` is not installed.
+
+    Arguments: `tactic_timeout` (Coq ``Timeout`` per tactic sentence, s), `qed_timeout` (for the
+    kernel check at ``Qed``), `limits` (the sandbox's wall / CPU / memory limits per run), `cache`
+    (a path, None for memory only; default ``cache_dir("math")/coq-verdicts.sqlite``), `workers`
+    (parallel runs in `check_many`), `coqc` (the executable; default ``$CM_GYM_COQC`` or PATH).
+    """
+
+    def __init__(
+        self,
+        *,
+        tactic_timeout: int = 10,
+        qed_timeout: int = 30,
+        limits: Limits | None = None,
+        sandbox: Sandbox | None = None,
+        cache: Any = _DEFAULT_CACHE,
+        workers: int = 2,
+        coqc: str | None = None,
+    ) -> None:
+        self.install: CoqInstall = coq_install(coqc or find_coqc())
+        self.tactic_timeout, self.qed_timeout = int(tactic_timeout), int(qed_timeout)
+        self.limits = limits or DEFAULT_LIMITS
+        self.sandbox = sandbox or Sandbox(self.limits)
+        path = cache_dir("math") / "coq-verdicts.sqlite" if cache is _DEFAULT_CACHE else cache
+        self.cache = VerdictCache(path)
+        self.workers = max(1, int(workers))
+        self.calls = 0
+        self.runs = 0
+
+    # -- public ---------------------------------------------------------------------------------
+    def check(self, state: AgentState, action: Action) -> Outcome:
+        """Check the proof script `action` against the state's theorem (see module doc)."""
+        self.calls += 1
+        return self._check(state.task, action.text)
+
+    def check_many(self, state: AgentState, actions: Sequence[Action]) -> list[Outcome]:
+        """`check` for independent scripts on the same state, run in parallel (`workers`)."""
+        self.calls += len(actions)
+        if self.workers == 1 or len(actions) < 2:
+            return [self._check(state.task, a.text) for a in actions]
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            return list(pool.map(lambda a: self._check(state.task, a.text), actions))
+
+    # -- internals ------------------------------------------------------------------------------
+    def _check(self, task: Task, text: str) -> Outcome:
+        statement = statement_of(task)
+        if not statement.prefix or not statement.name:
+            msg = f"task {task.task_id} carries no parsed statement (meta['prefix'] / meta['theorem'])"
+            return Outcome(0.0, False, feedback=msg, status="error", reason=msg)
+        try:
+            script = parse_script(text)
+        except ScriptError as exc:
+            status = "error" if "not a sequence of Coq sentences" in str(exc) else "refused"
+            return Outcome(0.0, False, feedback=f"script refused: {exc}", status=status, reason=str(exc))
+        key = verdict_key(
+            {
+                "checker": CHECKER_VERSION,
+                "coq": self.install.version,
+                "prefix": statement.prefix,
+                "declared": list(statement.declared),
+                "script": script.text(),
+                "timeouts": [self.tactic_timeout, self.qed_timeout],
+            }
+        )
+        cached = self.cache.get(key)
+        if cached is not None:
+            return _outcome_from(cached, cached_hit=True)
+        try:
+            plan = build_plan(
+                statement,
+                script,
+                self.install,
+                tactic_timeout=self.tactic_timeout,
+                qed_timeout=self.qed_timeout,
+            )
+        except LibraryError as exc:
+            return Outcome(0.0, False, feedback=f"script refused: {exc}", status="refused", reason=str(exc))
+        argv = [self.install.coqc, "-q", "-no-glob", "-o", "scratch/task.vo", FILENAME]
+        try:
+            run = self.sandbox.run(argv, {FILENAME: plan.text}, limits=self.limits)
+        except SandboxError as exc:
+            return Outcome(0.0, False, feedback=str(exc), status="refused", reason=str(exc))
+        self.runs += 1
+        verdict = read_verdict(plan, run.stdout, run.stderr, run.returncode, self.install, statement.declared)
+        outcome = self._score(verdict, script, run)
+        if outcome.status in ("ok", "refused") or verdict.where == "statement":
+            self.cache.put(key, _outcome_to(outcome))
+        return outcome
+
+    def _score(self, v: CoqVerdict, script: ProofScript, run: SandboxResult) -> Outcome:
+        details: dict[str, Any] = {
+            "where": v.where,
+            "failed_sentence": v.failed,
+            "open_goals": list(v.open_goals),
+            "assumptions": list(v.assumptions),
+            "disallowed": list(v.disallowed),
+            "wall_s": round(run.wall_s, 3),
+            "isolation": run.isolation,
+            "coq": self.install.short_version,
+        }
+        if v.where == "proof":
+            if v.disallowed:
+                msg = "coqc accepted Qed, but the proof depends on what a proof may not use: " + ", ".join(
+                    v.disallowed[:5]
+                )
+                return Outcome(0.0, False, feedback=msg, status="ok", reason=msg, details=details)
+            used = ", ".join(v.assumptions) if v.assumptions else "none (closed under the global context)"
+            msg = f"proof checked by coqc {self.install.short_version} (Qed accepted); axioms used: {used}"
+            return Outcome(1.0, True, feedback=truncate(msg, TRUNCATION["feedback"]), details=details)
+        if v.where == "sentence":
+            n = len(script.sentences)
+            details["failed_line"] = script.line_of(v.failed - 1)[0] if v.failed <= n else 0
+            goals = v.open_goals
+            open_now = goals[-1] if goals else 1
+            closed = sum(max(0, a - b) for a, b in zip(goals, goals[1:], strict=False))
+            number, line = script.line_of(v.failed - 1)
+            where = (
+                f"at Qed, after the whole script ({open_now} goal(s) still open)"
+                if v.failed > n
+                else f"at line {number} `{line}` ({open_now} goal(s) open, {closed} closed before it)"
+            )
+            msg = f"Coq rejected the proof {where}: {v.error}"
+            score = PARTIAL_MAX * v.progress()
+            return Outcome(score, False, feedback=truncate(msg, TRUNCATION["feedback"]), details=details)
+        if v.where == "header":
+            msg = f"Coq could not run the script's header: {v.error}"
+            return Outcome(0.0, False, feedback=truncate(msg, TRUNCATION["feedback"]), details=details)
+        if v.where == "statement":
+            msg = f"the task's statement does not load with the standard library: {v.error}"
+            return Outcome(0.0, False, feedback=truncate(msg, TRUNCATION["feedback"]), status="error",
+                           reason=msg, details=details)  # fmt: skip
+        if run.timed_out:
+            msg = f"coqc ran past the {self.limits.wall_s:.0f}s wall-clock limit"
+            return Outcome(0.0, False, feedback=msg, status="timeout", reason=msg, details=details)
+        tail = " | ".join((run.stderr or run.stdout).strip().splitlines()[-3:])
+        msg = f"coqc gave no verdict ({run.describe_exit()}): {tail}"
+        return Outcome(0.0, False, feedback=truncate(msg, TRUNCATION["feedback"]), status="error", reason=msg,
+                       details=details)  # fmt: skip
+
+
+def _outcome_to(o: Outcome) -> dict[str, Any]:
+    return {"score": o.score, "solved": o.solved, "feedback": o.feedback, "status": o.status,
+            "reason": o.reason, "details": dict(o.details)}  # fmt: skip
+
+
+def _outcome_from(d: dict[str, Any], *, cached_hit: bool) -> Outcome:
+    details = dict(d.get("details", {}))
+    details["cached"] = cached_hit
+    return Outcome(float(d["score"]), bool(d["solved"]), str(d.get("feedback", "")), str(d.get("status", "ok")),
+                   str(d.get("reason", "")), details)  # fmt: skip
+
+
+def default_cache_path() -> Path:
+    """Where verdicts persist by default."""
+    return cache_dir("math") / "coq-verdicts.sqlite"
