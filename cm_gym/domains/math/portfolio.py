@@ -94,6 +94,7 @@ class SearchResult:
     script: str = ""
     reason: str = ""
     seconds: float = 0.0
+    tried: int = 0
 
     @property
     def proved(self) -> bool:
@@ -130,6 +131,7 @@ class PortfolioSearch:
         result = SearchResult(statement.name)
         ok, tried, error = self._probe(statement)
         result.accepted = [CANDIDATES[i][0] for i in sorted(ok)]
+        result.tried = len(tried)
         if not tried:
             result.reason = "does not load: " + error
         for i in sorted(ok):

@@ -107,7 +107,11 @@ def test_proof_table_round_trip_and_measured_rates(tmp_path) -> None:  # type: i
     results = [
         SearchResult("a", ["lra", "nra"], "lra", "Require Import Lra.\nintros.\nlra."),
         SearchResult("b", ["nra"], "nra", "Require Import Lra.\nintros.\nnra."),
-        SearchResult("c", [], reason="does not load: Cannot find a physical path bound to logical path Coquelicot.Coquelicot."),
+        SearchResult(
+            "c",
+            [],
+            reason="does not load: Cannot find a physical path bound to logical path Coquelicot.Coquelicot.",
+        ),
     ]
     features = {"a": {"domain": "R", "nonlinear": False}, "b": {"domain": "R", "nonlinear": True}}
     rates = wrong_procedure_rates({r.theorem: r.accepted for r in results if r.proved}, features)
