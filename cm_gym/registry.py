@@ -36,7 +36,10 @@ class BenchmarkSpec:
     `load_tasks(**kwargs)` returns the benchmark's tasks (deterministic for given kwargs; called
     with no arguments by the env, the protocol and the default store);
     `env_kwargs` are defaults passed to the env; `split_by_env` asks the default split to keep
-    environments (databases, repositories) disjoint between build/train and eval.
+    environments (databases, repositories) disjoint between build/train and eval;
+    `default_n_build` caps the build tasks of the default store that a bare ``gym.make`` builds on
+    first use (for benchmarks whose world model takes seconds per check; None = the whole build
+    split). The protocol (``cm-gym run`` / ``build``) builds on its own, full split.
     """
 
     name: str
@@ -47,6 +50,7 @@ class BenchmarkSpec:
     namespace: str = "cm_gym"
     split_by_env: bool = False
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    default_n_build: int | None = None
 
     @property
     def env_id(self) -> str:
@@ -87,6 +91,7 @@ def register_benchmark(
     split_by_env: bool = False,
     env_kwargs: Mapping[str, Any] | None = None,
     strict: bool = False,
+    default_n_build: int | None = None,
 ) -> BenchmarkSpec:
     """Register a benchmark and its Gymnasium id. A duplicate benchmark name or env id, and a
     domain whose ``name`` belongs to another class, are refused. With `strict`, the benchmark's
@@ -100,6 +105,7 @@ def register_benchmark(
         namespace=namespace,
         split_by_env=split_by_env,
         env_kwargs=dict(env_kwargs or {}),
+        default_n_build=default_n_build,
     )
     if name in _BENCHMARKS:
         raise RegistryError(f"benchmark {name!r} is already registered ({_BENCHMARKS[name].env_id})")

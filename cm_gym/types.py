@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -174,6 +174,21 @@ class Evaluator(Protocol):
     mutates the state or its environment (databases are opened read-only, files are copied)."""
 
     def check(self, state: AgentState, action: Action) -> Outcome: ...
+
+
+def check_all(evaluator: Evaluator, state: AgentState, actions: Sequence[Action]) -> list[Outcome]:
+    """Check independent `actions` from the same state, in order. An evaluator may offer
+    ``check_many(state, actions) -> list[Outcome]`` (same results as calling `check` on each, run
+    in parallel, e.g. one external verifier process per action); otherwise they run one by one."""
+    many = getattr(evaluator, "check_many", None)
+    if callable(many) and len(actions) > 1:
+        outcomes = list(many(state.fork(), list(actions)))
+        if len(outcomes) != len(actions):
+            raise CmGymError(
+                f"{type(evaluator).__name__}.check_many returned {len(outcomes)} outcomes for {len(actions)} actions"
+            )
+        return outcomes
+    return [evaluator.check(state.fork(), a) for a in actions]
 
 
 @dataclass(frozen=True)

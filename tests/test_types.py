@@ -50,3 +50,24 @@ def test_split_overlap_is_refused_with_ids() -> None:
     with pytest.raises(SplitOverlapError, match="validation"):
         Split(build=("t1",), train=("t2",), validation=("t9",), eval=("t4",)).check()
     Split(build=("t1",), train=("t1", "t2"), validation=("t2",), eval=("t4",)).check()
+
+
+def test_check_all_uses_check_many_when_offered_and_refuses_a_short_answer() -> None:
+    from cm_gym.types import Action, CmGymError, check_all
+
+    class One:
+        def check(self, state: AgentState, action: Action) -> Outcome:
+            return Outcome(float(len(action.text)), False)
+
+    class Many(One):
+        batches = 0
+
+        def check_many(self, state: AgentState, actions: list[Action]) -> list[Outcome]:
+            Many.batches += 1
+            return [self.check(state, a) for a in actions][: 1 if state.task.task_id == "t9" else None]
+
+    acts = [Action("a"), Action("bb")]
+    assert [o.score for o in check_all(One(), AgentState(_task()), acts)] == [1.0, 2.0]
+    assert [o.score for o in check_all(Many(), AgentState(_task()), acts)] == [1.0, 2.0] and Many.batches == 1
+    with pytest.raises(CmGymError, match="returned 1 outcomes for 2"):
+        check_all(Many(), AgentState(_task(9)), acts)

@@ -35,7 +35,7 @@ from cm_gym.memory.retention import RETENTION_POLICIES, RetentionWeights, choose
 from cm_gym.memory.retrieval import Retriever, record_view
 from cm_gym.memory.store import RecordStore
 from cm_gym.memory.summary import BuildSummary, TimedEvaluator, TimedLLM, Timer
-from cm_gym.types import TRUNCATION, Action, AgentState, Evaluator, Outcome, Task, truncate
+from cm_gym.types import TRUNCATION, Action, AgentState, Evaluator, Outcome, Task, check_all, truncate
 
 logger = logging.getLogger(__name__)
 
@@ -175,10 +175,13 @@ class _Builder:
                     claimed = Outcome(score=1.0, solved=True, feedback=UNVERIFIED_FEEDBACK)
                     self._consider(state, action, outcome, alternatives[0].text, claimed, cost)
                 return
-            for alt in alternatives:
-                if not self._budget_left():
-                    break
-                o2 = self.evaluator.check(state.fork(), Action(alt.text))
+            budget = self.cfg.verification_budget
+            allowed = len(alternatives) if budget is None else max(0, budget - self._verification_spent)
+            cut_by_budget = len(alternatives) > allowed
+            alternatives = alternatives[:allowed]
+            # independent checks from the same state: an evaluator with check_many runs them in parallel
+            outcomes = check_all(self.evaluator, state, [Action(alt.text) for alt in alternatives])
+            for alt, o2 in zip(alternatives, outcomes, strict=True):
                 cost.evaluator_calls += 1
                 cost.failures += int(not o2.solved)
                 self._verification_spent += 1
@@ -188,6 +191,8 @@ class _Builder:
                 else:
                     self.summary.alternatives_rule += 1
                 self._consider(state, action, outcome, alt.text, o2, cost)
+            if cut_by_budget:
+                self._budget_left()  # records that the verification budget ran out
         finally:
             self.summary.add_verification(cost)
 

@@ -92,13 +92,16 @@ def default_snapshot(
     max_decisions: int = 3,
 ) -> Path:
     """Path of the benchmark's default frozen store (built on first use). `n_build` limits the
-    build split to its first n tasks."""
+    build split to its first n tasks (default: the benchmark's `default_n_build`, else all); the
+    settings (and the task ids) determine the file name."""
     from cm_gym import __version__
     from cm_gym.llm.simulated import SIMULATOR_VERSION
     from cm_gym.registry import get_benchmark, get_domain
     from cm_gym.splits import make_split
 
     spec = get_benchmark(benchmark)
+    if n_build is None:
+        n_build = spec.default_n_build
     domain = get_domain(spec.domain_name)
     tasks = list(spec.load_tasks())
     split = make_split(tasks, seed=DEFAULT_SPLIT_SEED, by_env=spec.split_by_env)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cm_gym.agent import Cost
 from cm_gym.llm.base import Completion
-from cm_gym.types import Action, AgentState, Evaluator, Outcome
+from cm_gym.types import Action, AgentState, Evaluator, Outcome, check_all
 
 
 @dataclass
@@ -158,3 +158,8 @@ class TimedEvaluator:
     def check(self, state: AgentState, action: Action) -> Outcome:
         with self.timer.time("evaluator"):
             return self.inner.check(state, action)
+
+    def check_many(self, state: AgentState, actions: Sequence[Action]) -> list[Outcome]:
+        """`check_all` on the wrapped evaluator (parallel where it offers ``check_many``)."""
+        with self.timer.time("evaluator"):
+            return check_all(self.inner, state, actions)

@@ -161,3 +161,30 @@ def test_reflexion_agent_and_bad_inputs(store: RecordStore, tmp_path: Path) -> N
         build_memory(ToyDomain(), make_tasks(1), snap, FakeLLM(), ToyEvaluator())  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         ConstructionConfig(retention="lru")
+
+
+def test_alternatives_go_to_check_many_when_the_evaluator_offers_it(tmp_path: Path) -> None:
+    """Independent checks of one failed decision's alternatives are one `check_many` call (an
+    evaluator may run them in parallel); records and counters are those of a one-by-one build."""
+    from memfakes import ToyEvaluator as Base
+
+    class Batching(Base):
+        def __init__(self) -> None:
+            super().__init__()
+            self.batches: list[int] = []
+
+        def check_many(self, state, actions):  # type: ignore[no-untyped-def]
+            self.batches.append(len(actions))
+            return [self.check(state, a) for a in actions]
+
+    results = []
+    for name, evaluator in (("serial", Base()), ("batched", Batching())):
+        with RecordStore(tmp_path / f"{name}.sqlite", domain=ToyDomain.name) as store:
+            summary = build_memory(
+                ToyDomain(), make_tasks(8), store, FakeLLM(), evaluator, ConstructionConfig()
+            )
+            results.append(
+                ([r.contrast_key for r in store.records], summary.alternatives_checked, evaluator.calls)
+            )
+    assert results[0] == results[1]
+    assert evaluator.batches and sum(evaluator.batches) == results[1][1]  # type: ignore[attr-defined]

@@ -90,3 +90,21 @@ def test_the_key_covers_task_content_and_domain_version(
     monkeypatch.setattr(ToyDomain, "version", None)
     assert ToyDomain().code_version().startswith("src-")
     assert default_snapshot(memtoy_benchmark, n_build=4) == base
+
+
+def test_a_benchmarks_default_n_build_caps_the_default_store(memtoy_benchmark: str) -> None:
+    """A benchmark with a slow world model registers `default_n_build`: a bare default store is
+    built on that many build tasks; an explicit `n_build` still wins."""
+    import dataclasses
+
+    from cm_gym import registry
+
+    spec = registry._BENCHMARKS[memtoy_benchmark]
+    registry._BENCHMARKS[memtoy_benchmark] = dataclasses.replace(spec, default_n_build=3)
+    try:
+        capped = default_snapshot(memtoy_benchmark)
+        assert len(FrozenStore.open(capped).processed_task_ids) == 3
+        assert default_snapshot(memtoy_benchmark, n_build=3) == capped
+        assert len(FrozenStore.open(default_snapshot(memtoy_benchmark, n_build=5)).processed_task_ids) == 5
+    finally:
+        registry._BENCHMARKS[memtoy_benchmark] = spec

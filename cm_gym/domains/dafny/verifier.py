@@ -10,12 +10,11 @@ members. Parse and resolution errors produce no such lines and are reported as s
 from __future__ import annotations
 
 import logging
-import os
 import re
-import shutil
 from dataclasses import dataclass, field
 
-from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxResult, ToolNotFoundError
+from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxResult
+from cm_gym.evaluators.tools import find_tool
 
 logger = logging.getLogger(__name__)
 
@@ -32,15 +31,7 @@ _NOISE = re.compile(
 
 def find_dafny() -> str:
     """Path of the `dafny` executable ($CM_GYM_DAFNY or PATH); `ToolNotFoundError` otherwise."""
-    env = os.environ.get("CM_GYM_DAFNY")
-    if env:
-        if os.path.isfile(env) and os.access(env, os.X_OK):
-            return env
-        raise ToolNotFoundError(f"CM_GYM_DAFNY={env!r} is not an executable; {INSTALL_HINT}")
-    path = shutil.which("dafny")
-    if path is None:
-        raise ToolNotFoundError(f"the Dafny verifier (`dafny`) is not installed; {INSTALL_HINT}")
-    return path
+    return find_tool("dafny", "CM_GYM_DAFNY", "the Dafny verifier", INSTALL_HINT)
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from cm_gym.evaluators.sandbox import ToolNotFoundError
+from cm_gym.evaluators.tools import find_tool
 from cm_gym.types import CmGymError
 
 logger = logging.getLogger(__name__)
@@ -33,15 +32,7 @@ class LibraryError(CmGymError):
 
 def find_coqc() -> str:
     """Path of `coqc` ($CM_GYM_COQC or PATH); `ToolNotFoundError` with the install command."""
-    env = os.environ.get("CM_GYM_COQC")
-    if env:
-        if os.path.isfile(env) and os.access(env, os.X_OK):
-            return env
-        raise ToolNotFoundError(f"CM_GYM_COQC={env!r} is not an executable; {INSTALL_HINT}")
-    path = shutil.which("coqc")
-    if path is None:
-        raise ToolNotFoundError(f"the Coq compiler (`coqc`) is not installed; {INSTALL_HINT}")
-    return path
+    return find_tool("coqc", "CM_GYM_COQC", "the Coq compiler", INSTALL_HINT)
 
 
 @dataclass(frozen=True)

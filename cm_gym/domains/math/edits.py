@@ -22,6 +22,7 @@ from cm_gym.domains.base import Edit
 from cm_gym.domains.math.lines import (
     LEAN_LEMMAS,
     LEAN_TO_COQ,
+    PROCEDURES_BY_DOMAIN,
     ScriptLines,
     normal,
     parts,
@@ -34,14 +35,6 @@ from cm_gym.types import Task
 
 MAX_EDITS = 24
 Add = Callable[[ScriptLines, str, str], None]
-#: procedures worth trying per domain of quantification, most often right first
-PROCEDURES_BY_DOMAIN = {
-    "R": ("lra", "nra", "field", "ring"),
-    "nat": ("lia", "nia", "ring", "reflexivity"),
-    "Z": ("lia", "nia", "ring", "reflexivity"),
-    "Q": ("field", "ring", "reflexivity"),
-    "C": ("field", "ring", "reflexivity"),
-}
 _COQ_LEMMA = {lean: coq for coq, lean in LEAN_LEMMAS.items()}
 
 

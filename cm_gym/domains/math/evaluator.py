@@ -73,7 +73,7 @@ class MathEvaluator:
         self.tactic_timeout, self.qed_timeout = int(tactic_timeout), int(qed_timeout)
         self.limits = limits or DEFAULT_LIMITS
         self.sandbox = sandbox or Sandbox(self.limits)
-        path = cache_dir("math") / "coq-verdicts.sqlite" if cache is _DEFAULT_CACHE else cache
+        path = default_cache_path() if cache is _DEFAULT_CACHE else cache
         self.cache = VerdictCache(path)
         self.workers = max(1, int(workers))
         self.calls = 0

@@ -13,6 +13,15 @@ from cm_gym.domains.math.script import ScriptError, parse_script, tactic_body
 #: decision procedures a proof ends with (the units a "swap the procedure" edit changes)
 DECISION_PROCEDURES = ("lia", "nia", "lra", "nra", "psatz", "field", "ring", "auto", "easy", "trivial",
                        "reflexivity", "tauto", "intuition", "congruence", "assumption")  # fmt: skip
+#: the decision procedures of each domain of quantification, most often right first (the edits'
+#: swaps; the portfolio candidates of these names measure the wrong-procedure slip)
+PROCEDURES_BY_DOMAIN = {
+    "R": ("lra", "nra", "field", "ring"),
+    "nat": ("lia", "nia", "ring", "reflexivity"),
+    "Z": ("lia", "nia", "ring", "reflexivity"),
+    "Q": ("field", "ring", "reflexivity"),
+    "C": ("field", "ring", "reflexivity"),
+}
 #: the standard-library module each tactic needs (Reals brings ``field`` / ``ring`` on R)
 LIBRARY_OF = {"lia": "Lia", "nia": "Lia", "lra": "Lra", "nra": "Lra", "psatz": "Psatz"}
 #: Lean / Mathlib names models write for Coq tactics, and the Coq tactic they mean

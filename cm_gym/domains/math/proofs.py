@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cm_gym.domains.math.lines import PROCEDURES_BY_DOMAIN
+
 TABLE_PATH = Path(__file__).parent / "data" / "minif2f_valid_proofs.json"
 
 
@@ -55,16 +57,6 @@ def read_table(path: Path = TABLE_PATH) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-#: the basic decision procedures of each domain (the portfolio candidates of the same names)
-BASIC_PROCEDURES = {
-    "R": ("lra", "nra", "field", "ring"),
-    "nat": ("lia", "nia", "ring", "reflexivity"),
-    "Z": ("lia", "nia", "ring", "reflexivity"),
-    "Q": ("field", "ring", "reflexivity"),
-    "C": ("field", "ring", "reflexivity"),
-}
-
-
 def wrong_procedure_rates(
     accepted: dict[str, list[str]], features: dict[str, dict[str, Any]]
 ) -> dict[str, float]:
@@ -76,7 +68,7 @@ def wrong_procedure_rates(
         f = features.get(theorem)
         if f is None:
             continue
-        basic = BASIC_PROCEDURES.get(str(f.get("domain")), BASIC_PROCEDURES["nat"])
+        basic = PROCEDURES_BY_DOMAIN.get(str(f.get("domain")), PROCEDURES_BY_DOMAIN["nat"])
         cls = f"{f.get('domain')}/{'nonlinear' if f.get('nonlinear') else 'linear'}"
         shares.setdefault(cls, []).append(1.0 - len(set(basic) & set(names)) / len(basic))
     return {cls: round(sum(v) / len(v), 3) for cls, v in sorted(shares.items())}
