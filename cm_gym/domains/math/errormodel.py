@@ -12,7 +12,7 @@ rates come from — honestly:
   rate is half that share — the factor 0.5 is a design choice, not a measurement.
 - ``missing_intros`` 0.15 (statements with binders), ``missing_require`` 0.20, ``lean_tactic``
   0.10 (``linarith``/``nlinarith``/``omega`` for ``lra``/``nra``/``lia``: models trained on Lean's
-  miniF2F write them), ``missing_subst`` 0.25 (statements with hypotheses), ``missing_case_split``
+  miniF2F write them), ``missing_case_split``
   0.30 (absolute values or conjunctions), ``wrong_lemma_name`` 0.30 (Mathlib's name for a Coq
   lemma or tactic, e.g. ``split_abs`` for ``split_Rabs``): design choices — no measured source
   exists for a frozen LLM writing Coq; they are set so that most first drafts of this benchmark
@@ -136,7 +136,6 @@ def math_error_model(rates: Mapping[str, float] | None = None) -> ErrorModel:
         ErrorOperator("lean_tactic", lambda t: 0.10, _lean_tactic),
         ErrorOperator("wrong_procedure", wrong_rate, _wrong_procedure),
         ErrorOperator("missing_intros", lambda t: 0.15 if f(t, "has_binders") else 0.0, _drop("intros")),
-        ErrorOperator("missing_subst", lambda t: 0.25 if t.features.get("n_hypotheses") else 0.0, _drop("subst")),
         ErrorOperator("missing_case_split", lambda t: 0.30 if f(t, "has_abs") or t.features.get("goal_kind") == "conj"
                       else 0.0, _missing_case_split),
         ErrorOperator("wrong_lemma_name", lambda t: 0.30 if f(t, "has_abs") else 0.0, _wrong_lemma_name),

@@ -106,13 +106,13 @@ CORPUS: tuple[HostileScript, ...] = (
     _h(
         "nested_comment_hides_qed",
         "hides Qed in nested comments",
-        "(* (* *) Qed. Axiom x : False. *)\nintros.\nlia.",
+        "Require Import Lia.\n(* (* *) Qed. Axiom x : False. *)\nintros.\nlia.",
         "harmless",
     ),  # fmt: skip
     _h(
         "string_in_comment",
         "closes a comment inside a string",
-        '(* "*)" Axiom x : False. *)\nintros.\nlia.',
+        'Require Import Lia.\n(* "*)" Axiom x : False. *)\nintros.\nlia.',
         "harmless",
     ),
     _h("glued_qed", "glues Qed to a tactic", "intros.\nlia.Qed.", "contained"),
@@ -132,12 +132,17 @@ CORPUS: tuple[HostileScript, ...] = (
         "intros.\npose proof (eq_refl (Nat.pow 2 40)) as h.\nvm_compute in h.",
         "contained",
     ),  # fmt: skip
-    _h("output_flood", "prints without end", "intros n.\ndo 100000000 idtac n.", "contained"),
+    _h(
+        "output_flood",
+        "prints without end",
+        "intros n.\nlet x := constr:(n) in do 100000000 idtac x.",
+        "contained",
+    ),
     _h(
         "fake_probe_output",
-        "prints probe-like lines",
-        "intros Existential.\nidtac Existential.\nlia.",
-        "harmless",
+        "prints probe-like words, then fails",
+        "intros Existential.\nlet x := constr:(Existential) in idtac x.\ndiscriminate.",
+        "contained",
     ),
 )
 

@@ -72,7 +72,7 @@ def test_slips_depend_on_features_and_only_break_the_draft() -> None:
         ops["lean_tactic"].apply(LINEAR_R, LINEAR_R.reference, rng)
         == "Require Import Lra.\nintros.\nlinarith."
     )
-    assert ops["missing_subst"].apply(LINEAR_R, LINEAR_R.reference, rng) is None  # nothing to drop
+    assert ops["missing_intros"].apply(LINEAR_R, "Require Import Lra.\nlra.", rng) is None  # nothing to drop
 
 
 def test_distilled_condition_holds_on_its_task_and_not_on_a_look_alike() -> None:
