@@ -13,10 +13,16 @@ import pytest
 from cm_gym.domains.math.evaluator import MathEvaluator
 from cm_gym.domains.math.hostile import CORPUS, HostileScript, hostile_task
 from cm_gym.types import Action, AgentState
-from tests.domains.math.conftest import TEST_LIMITS
+from tests.domains.math.conftest import TEST_LIMITS, make_evaluator
 
 pytestmark = pytest.mark.coq
 TASK = hostile_task()
+
+
+@pytest.fixture(scope="module")
+def evaluator() -> MathEvaluator:
+    """Coq's per-tactic Timeout at 1 s: the runaway scripts end quickly, the rest is unaffected."""
+    return make_evaluator(tactic_timeout=1)
 
 
 def test_corpus_is_large_and_uniquely_named() -> None:

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.coq
 
 def test_every_candidate_runs_and_the_first_verified_one_is_the_reference(evaluator: MathEvaluator) -> None:
     task = hostile_task()
-    result = portfolio.PortfolioSearch(evaluator, per_try_s=2).search(task, statement_of(task))
+    result = portfolio.PortfolioSearch(evaluator, per_try_s=1).search(task, statement_of(task))
     assert result.tried == len(portfolio.CANDIDATES)
     assert result.proved and result.candidate == "lia" and "lia" in result.accepted
     assert evaluator.check(AgentState(task), Action(result.script)).solved
@@ -34,7 +34,8 @@ def test_a_candidate_that_stops_the_probe_is_skipped(
         ("unknown", "intros.\nno_such_tactic_anywhere."),  # an error no tryif catches
         ("lia", "Require Import Lia.\nintros.\nlia."),
     ))  # fmt: skip
-    search = portfolio.PortfolioSearch(evaluator, per_try_s=2)
+    monkeypatch.setattr(portfolio, "PROBE_LIBRARIES", ("Coq.micromega.Lia",))
+    search = portfolio.PortfolioSearch(evaluator, per_try_s=1)
     ok, tried, error = search._probe(statement_of(hostile_task()))
     assert tried == {0, 1, 2} and 2 in ok and 1 not in ok
     assert "no_such_tactic_anywhere" in error
@@ -47,6 +48,6 @@ def test_a_sample_of_the_shipped_proofs_still_checks(shared_data: Path, evaluato
     by_domain: dict[str, object] = {}
     for t in tasks:
         by_domain.setdefault(str(t.features["domain"]), t)
-    for task in by_domain.values():
+    for task in (by_domain["R"], by_domain["nat"]):  # the bench re-checks every one (--verify)
         o = evaluator.check(AgentState(task), Action(task.reference))  # type: ignore[arg-type]
         assert o.solved, (task.task_id, o.feedback)  # type: ignore[attr-defined]
