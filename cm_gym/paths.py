@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from cm_gym.types import CmGymError
@@ -56,3 +57,48 @@ def cache_dir(*parts: str) -> Path:
                 f"cannot create the cache folder {path} ({exc.strerror}): set CM_GYM_CACHE to a writable folder"
             ) from None
     return path
+
+
+class DataFileError(CmGymError):
+    """A data file cannot be read as text: missing, not a regular file, too large or not UTF-8."""
+
+
+def read_data_file(path: str | Path, max_bytes: int) -> str:
+    """The UTF-8 text of a regular file of at most `max_bytes` bytes.
+
+    The file is opened without blocking and checked with ``fstat`` before a byte is read, so a
+    FIFO, a device or a socket named like a data file is refused instead of hanging the reader,
+    and a file that grows while it is read is cut off at the limit and refused."""
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise DataFileError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise DataFileError(f"{p}: not a regular file (a FIFO, device or socket is refused)")
+        if info.st_size > max_bytes:
+            raise DataFileError(f"{p}: {info.st_size} bytes exceed the limit of {max_bytes}")
+        with os.fdopen(fd, "rb", closefd=True) as fh:
+            fd = -1
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise DataFileError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > max_bytes:
+        raise DataFileError(f"{p}: more than {max_bytes} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataFileError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def is_regular_file(path: Path) -> bool:
+    """True for a regular file (symlinks followed); False for FIFOs, devices, folders, missing."""
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False

@@ -43,6 +43,8 @@ class ProtocolConfig:
     """Everything one protocol run needs; defaults are the paper's (Table 3, Appendix C)."""
 
     benchmark: str = "SQL"
+    #: a data folder in the benchmark's layout (--data DIR); None = the benchmark's own data
+    data: Path | None = None
     out_dir: Path = Path("runs/SQL")
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     total_decisions: int = 2000
@@ -108,6 +110,7 @@ class ProtocolConfig:
             "k": self.k,
             "use_conditions": self.use_conditions,
             "retrieval": self.retrieval,
+            "data": self.data,
             **self.env_kwargs,
         }
 
@@ -125,7 +128,7 @@ def prepare(cfg: ProtocolConfig) -> Prepared:
     """Load the benchmark's tasks and make the (capped) split; refuse any overlap (Eq. 14)."""
     cfg.validate()
     spec = get_benchmark(cfg.benchmark)
-    tasks = list(spec.load_tasks())
+    tasks = spec.load(cfg.data)
     split = make_split(tasks, seed=cfg.split_seed, by_env=spec.split_by_env)
     train = split.train[: cfg.n_train] if cfg.n_train else split.train
     validation = tuple(t for t in split.validation if t in set(train)) or train[: max(1, len(train) // 5)]

@@ -6,18 +6,31 @@ conditions are keyed by that name). Registering benchmark ``Name`` in namespace 
 Gymnasium id ``ns/Name-v<version>`` whose entry point is the shared `MemorySelectionEnv`; the env
 reaches the domain only through this registry. ``strict=True`` also runs
 `cm_gym.domain_check.check_domain` on the benchmark before registering it.
+
+**The data-root contract.** A benchmark that reads public data declares `data_layout` (one line:
+what its folder holds) and its `load_tasks` accepts ``root=``: a folder in that layout, in which
+families / logics / databases are discovered from the folder structure; ``root=None`` means the
+benchmark's default (under `cm_gym.paths.data_root()`). A loader may also accept ``report=`` (a
+`cm_gym.domains.base.LoadReport`) and then records refused files and dropped tasks there instead
+of raising. `BenchmarkSpec.load(data=DIR)` is the one way in: the env (``gym.make(id,
+data=DIR)``), the protocol (`ProtocolConfig.data`) and every command that loads tasks (``--data
+DIR``) go through it. It refuses ``data`` for a benchmark without a layout (a generated one) and a
+``data`` that is not a folder, and an empty result, each with one line naming the fix. Loaders are
+deterministic for given folder contents and never write into the folder.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 
-from cm_gym.domains.base import Domain
+from cm_gym.domains.base import Domain, LoadReport
 from cm_gym.types import CmGymError, Task
 
 logger = logging.getLogger(__name__)
@@ -29,17 +42,23 @@ class RegistryError(CmGymError):
     """Unknown or duplicate benchmark / domain name."""
 
 
+class DataRootError(CmGymError):
+    """A data folder given to a benchmark cannot be used (not a folder, no tasks, no layout)."""
+
+
 @dataclass(frozen=True)
 class BenchmarkSpec:
     """One registered benchmark: a domain plus a task source.
 
-    `load_tasks(**kwargs)` returns the benchmark's tasks (deterministic for given kwargs; called
-    with no arguments by the env, the protocol and the default store);
+    `load_tasks(**kwargs)` returns the benchmark's tasks (deterministic for given kwargs; the env,
+    the protocol and the default store call it through `load`: no arguments, or ``root=`` a data
+    folder);
     `env_kwargs` are defaults passed to the env; `split_by_env` asks the default split to keep
     environments (databases, repositories) disjoint between build/train and eval;
     `default_n_build` caps the build tasks of the default store that a bare ``gym.make`` builds on
     first use (for benchmarks whose world model takes seconds per check; None = the whole build
-    split). The protocol (``cm-gym run`` / ``build``) builds on its own, full split.
+    split). The protocol (``cm-gym run`` / ``build``) builds on its own, full split. `data_layout`
+    describes the folder `load(data=DIR)` accepts ("" = generated tasks, no data folder).
     """
 
     name: str
@@ -51,6 +70,7 @@ class BenchmarkSpec:
     split_by_env: bool = False
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     default_n_build: int | None = None
+    data_layout: str = ""
 
     @property
     def env_id(self) -> str:
@@ -61,6 +81,39 @@ class BenchmarkSpec:
         """`Domain.name` of this benchmark's domain (without building it when it is a class)."""
         name = getattr(self.domain, "name", None)
         return name if isinstance(name, str) else self.domain().name
+
+    def load(
+        self, data: str | Path | None = None, *, report: LoadReport | None = None, **kwargs: Any
+    ) -> list[Task]:
+        """The benchmark's tasks, from folder `data` when given (see the data-root contract in the
+        module docstring); `report` is passed on to a loader that accepts it."""
+        if data is not None:
+            if not self.data_layout:
+                readers = ", ".join(s.name for s in list_benchmarks() if s.data_layout) or "none"
+                raise DataRootError(
+                    f"benchmark {self.name!r} generates its tasks and reads no data folder; "
+                    f"--data / data= applies to: {readers}"
+                )
+            folder = Path(data).expanduser()
+            if not folder.is_dir():
+                raise DataRootError(
+                    f"data folder {str(data)!r} for {self.name} is not a directory (want: {self.data_layout})"
+                )
+            kwargs["root"] = folder.resolve()
+        if report is not None and _accepts(self.load_tasks, "report"):
+            kwargs["report"] = report
+        tasks = list(self.load_tasks(**kwargs))
+        if not tasks and data is not None:
+            raise DataRootError(f"no {self.name} tasks found in {data} (want: {self.data_layout})")
+        return tasks
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 _BENCHMARKS: dict[str, BenchmarkSpec] = {}
@@ -92,10 +145,13 @@ def register_benchmark(
     env_kwargs: Mapping[str, Any] | None = None,
     strict: bool = False,
     default_n_build: int | None = None,
+    data_layout: str = "",
 ) -> BenchmarkSpec:
     """Register a benchmark and its Gymnasium id. A duplicate benchmark name or env id, and a
     domain whose ``name`` belongs to another class, are refused. With `strict`, the benchmark's
-    tasks are loaded and `check_domain` must pass first (`DomainCheckError` otherwise)."""
+    tasks are loaded and `check_domain` must pass first (`DomainCheckError` otherwise).
+    `data_layout` (one line) declares that `load_tasks` accepts ``root=`` a folder in that layout
+    (the data-root contract in the module docstring)."""
     spec = BenchmarkSpec(
         name=name,
         domain=domain,
@@ -106,6 +162,7 @@ def register_benchmark(
         split_by_env=split_by_env,
         env_kwargs=dict(env_kwargs or {}),
         default_n_build=default_n_build,
+        data_layout=data_layout,
     )
     if name in _BENCHMARKS:
         raise RegistryError(f"benchmark {name!r} is already registered ({_BENCHMARKS[name].env_id})")

@@ -22,6 +22,7 @@ COMMANDS = (
     "cache",
     "benchmarks",
     "check_domain",
+    "data",
 )
 
 

@@ -15,4 +15,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     for spec in list_benchmarks():
         print(f"{spec.env_id:32s} domain={spec.domain().name:8s} {spec.description}")
+        if spec.data_layout:
+            print(f"{'':32s} --data DIR: {spec.data_layout}")
     return 0

@@ -28,6 +28,9 @@ def _counts(text: str) -> tuple[int, ...]:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="build a verified counterfactual memory store for a benchmark")
     p.add_argument("--benchmark", required=True, help="registered benchmark name, e.g. SQL")
+    p.add_argument(
+        "--data", type=Path, default=None, help="data folder in the benchmark's layout (default: its own)"
+    )
     p.add_argument("--out", required=True, type=Path, help="store file (created, or resumed if it exists)")
     p.add_argument(
         "--split", choices=("build", "all"), default="build", help="tasks to build on (default build)"
@@ -94,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
     spec = get_benchmark(args.benchmark)
     domain = get_domain(spec.domain_name)
-    tasks = list(spec.load_tasks())
+    tasks = spec.load(args.data)
     by_id = {t.task_id: t for t in tasks}
     if args.split == "build":
         ids = list(make_split(tasks, seed=args.split_seed, by_env=spec.split_by_env).build)

@@ -9,6 +9,7 @@ import argparse
 import logging
 import os
 import threading
+from pathlib import Path
 from typing import Any
 
 from cm_gym.types import Task
@@ -30,6 +31,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=None,
         help="benchmark whose tasks the server can resolve by task id (repeatable; default: all registered)",
+    )
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="data folder for the (one) --benchmark, in its layout (default: its own data)",
     )
     p.add_argument("--seed", type=int, default=0, help="simulator seed (the sampling seed with --llm openai)")
     p.add_argument("--model-name", default="cm-gym-simulated", help="model id reported by /v1/models")
@@ -60,8 +67,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 class BenchmarkTaskLookup:
     """Resolves task ids over the named benchmarks' tasks, loading each benchmark on first need."""
 
-    def __init__(self, benchmarks: list[str]) -> None:
+    def __init__(self, benchmarks: list[str], data: Path | None = None) -> None:
         self._pending = list(benchmarks)
+        self._data = data
         self._tasks: dict[str, Task] = {}
         self._lock = threading.Lock()  # the server answers from several threads
 
@@ -71,7 +79,7 @@ class BenchmarkTaskLookup:
         with self._lock:
             while task_id not in self._tasks and self._pending:
                 name = self._pending.pop(0)
-                tasks = get_benchmark(name).load_tasks()
+                tasks = get_benchmark(name).load(self._data)
                 self._tasks.update((t.task_id, t) for t in tasks)
                 logger.info("task lookup: loaded %d tasks of %s", len(tasks), name)
             return self._tasks.get(task_id)
@@ -81,12 +89,14 @@ def run(args: argparse.Namespace) -> int:
     from cm_gym.llm.errors import LLMError
     from cm_gym.llm.factory import make_llm
     from cm_gym.llm.server import make_server
-    from cm_gym.registry import get_benchmark, list_benchmarks
+    from cm_gym.registry import RegistryError, get_benchmark, list_benchmarks
 
     names = args.benchmark or [spec.name for spec in list_benchmarks()]
     for name in names:
         get_benchmark(name)  # fail fast on an unknown name
-    lookup = BenchmarkTaskLookup(names)
+    if args.data is not None and len(names) != 1:
+        raise RegistryError("--data needs exactly one --benchmark (the one whose layout the folder has)")
+    lookup = BenchmarkTaskLookup(names, args.data)
     llm = make_llm(
         args.llm,
         seed=args.seed,

@@ -36,6 +36,34 @@ def described(fn: PredicateFn, text: str) -> PredicateFn:
     return wrapped
 
 
+@dataclass
+class LoadReport:
+    """What a loader saw in a data folder besides the tasks it returns (filled when passed in).
+
+    A loader that accepts ``report=`` records here instead of raising: `refused` lists files it
+    could not read as tasks (malformed, unreadable, not a regular file) with the reason; `dropped`
+    lists well-formed instances it chose not to serve (e.g. no reference decides them within the
+    allowance); `disagreements` lists labels that contradict each other or a proof (a folder
+    label against a header status, a header against the solver); `notes` carries other facts a
+    user should see (an allowance calibrated). Without a report, a loader raises one error listing
+    every refused file and logs what it dropped. Entries are ``(file or task id, reason)``;
+    `family_of` maps a dropped entry to its family where the loader knows it.
+    """
+
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+    disagreements: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)
+    family_of: dict[str, str] = field(default_factory=dict)
+
+
+def refused_message(refused: list[tuple[str, str]], what: str, shown: int = 20) -> str:
+    """One message listing every refused file of a folder (the first `shown`, then a count)."""
+    lines = [f"  {reason}" for _path, reason in refused[:shown]]
+    more = f"\n  ... and {len(refused) - shown} more" if len(refused) > shown else ""
+    return f"{len(refused)} {what} file(s) cannot be loaded (fix or remove them):\n" + "\n".join(lines) + more
+
+
 @dataclass(frozen=True)
 class Edit:
     """A local alternative: the whole edited action, with exactly one decision unit changed."""

@@ -51,11 +51,16 @@ class StoreMismatchError(EnvConfigError):
     """The store was built for another domain, benchmark or embedder than the env's."""
 
 
+def data_key(data: str | Path | None) -> str | None:
+    """A data folder as the absolute path string the task cache is keyed by (None = default)."""
+    return None if data is None else str(Path(data).expanduser().resolve())
+
+
 @lru_cache(maxsize=16)
-def _benchmark_tasks(name: str) -> tuple[Task, ...]:
+def _benchmark_tasks(name: str, data: str | None = None) -> tuple[Task, ...]:
     from cm_gym.registry import get_benchmark
 
-    tasks = tuple(get_benchmark(name).load_tasks())
+    tasks = tuple(get_benchmark(name).load(data))
     if not tasks:
         raise EnvConfigError(f"benchmark {name!r} has no tasks")
     return tasks
@@ -147,12 +152,15 @@ def check_reset_options(options: Any) -> dict[str, Any]:
     return dict(options)
 
 
-def resolve_tasks(spec: BenchmarkSpec, tasks: str | Sequence[Task | str]) -> tuple[Task, ...]:
-    """A split name of the default split (seed 12345), a list of Task, or a list of task ids."""
+def resolve_tasks(
+    spec: BenchmarkSpec, tasks: str | Sequence[Task | str], data: str | Path | None = None
+) -> tuple[Task, ...]:
+    """A split name of the default split (seed 12345), a list of Task, or a list of task ids;
+    names and ids refer to the tasks loaded from `data` (the benchmark's default when None)."""
     if isinstance(tasks, str):
         if tasks not in SPLIT_NAMES:
             raise EnvConfigError(f"tasks={tasks!r}: use a split name {SPLIT_NAMES} or a list of tasks/ids")
-        everything = _benchmark_tasks(spec.name)
+        everything = _benchmark_tasks(spec.name, data_key(data))
         if tasks == "all":
             return everything
         from cm_gym.splits import make_split
@@ -169,7 +177,7 @@ def resolve_tasks(spec: BenchmarkSpec, tasks: str | Sequence[Task | str]) -> tup
     if all(isinstance(t, Task) for t in items):
         out = tuple(items)  # type: ignore[arg-type]
     elif all(isinstance(t, str) for t in items):
-        by_id = {t.task_id: t for t in _benchmark_tasks(spec.name)}
+        by_id = {t.task_id: t for t in _benchmark_tasks(spec.name, data_key(data))}
         missing = [t for t in items if t not in by_id]
         if missing:
             raise EnvConfigError(f"unknown task id(s) for {spec.name}: {', '.join(map(str, missing[:5]))}")
@@ -183,9 +191,16 @@ def resolve_tasks(spec: BenchmarkSpec, tasks: str | Sequence[Task | str]) -> tup
 
 
 def resolve_store(
-    store: Any, spec: BenchmarkSpec, domain_name: str, embedder_id: str, *, allow_cross_benchmark: bool
+    store: Any,
+    spec: BenchmarkSpec,
+    domain_name: str,
+    embedder_id: str,
+    *,
+    allow_cross_benchmark: bool,
+    data: str | Path | None = None,
 ) -> Any:
-    """A FrozenStore from a FrozenStore, a path or None (the benchmark's default snapshot).
+    """A FrozenStore from a FrozenStore, a path or None (the benchmark's default snapshot, built
+    from the tasks of `data` when given and keyed by their content).
 
     Refused before any work starts: a writable RecordStore, a store of another domain, a store
     built for another benchmark (unless `allow_cross_benchmark`), a store with another embedder."""
@@ -194,7 +209,7 @@ def resolve_store(
     if store is None:
         from cm_gym.memory.defaults import default_snapshot
 
-        store = default_snapshot(spec.name)
+        store = default_snapshot(spec.name, data=data_key(data))
     if isinstance(store, (str, Path)):
         from cm_gym.memory.schema import manifest_path, snapshot_reason
 

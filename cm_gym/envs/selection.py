@@ -91,6 +91,9 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
     - ``store``: a `FrozenStore`, a snapshot path, or None for the benchmark's default snapshot.
     - ``tasks``: split name ("build", "train", "validation", "eval", "all"; default split, seed
       12345), a list of `Task` or a list of task ids. Default "train".
+    - ``data``: a data folder in the benchmark's layout (`BenchmarkSpec.data_layout`): split names
+      and task ids then refer to its tasks, and the default store is built from them. None: the
+      benchmark's own data.
     - ``llm``: an `LLM` or a `make_llm` spec ("simulated", the default; "openai[:model]").
     - ``llm_cache`` (None) and ``llm_cache_mode`` ("rw" | "ro" | "off"): the response cache. A
       non-simulated spec is always cached, in ``llm_cache`` or the default file under
@@ -138,6 +141,7 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
         score_drafts: bool = False,
         profile: bool = False,
         render_mode: str | None = None,
+        data: str | Path | None = None,
     ) -> None:
         self._init_kwargs: dict[str, Any] = {
             k: v for k, v in locals().items() if k not in ("self", "__class__")
@@ -156,7 +160,8 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
         self.benchmark_spec = get_benchmark(benchmark)
         self.benchmark = self.benchmark_spec.name
         self.domain = get_domain(self.benchmark_spec.domain_name)
-        self.tasks: tuple[Task, ...] = resolve_tasks(self.benchmark_spec, tasks)
+        self.data = data
+        self.tasks: tuple[Task, ...] = resolve_tasks(self.benchmark_spec, tasks, data)
         foreign = sorted({t.domain for t in self.tasks} - {self.domain.name})
         if foreign:
             raise EnvConfigError(f"tasks of domain(s) {foreign} given to a {self.domain.name!r} benchmark")
@@ -168,6 +173,7 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
             self.domain.name,
             self.embedder.embedder_id,
             allow_cross_benchmark=allow_cross_benchmark,
+            data=data,
         )
         self.agent_kind, self.max_decisions, self.k = agent, int(max_decisions), int(k)
         self.max_evaluator_calls = int(max_evaluator_calls or max_decisions)

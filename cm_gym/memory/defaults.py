@@ -90,10 +90,12 @@ def default_snapshot(
     n_build: int | None = None,
     config: ConstructionConfig | None = None,
     max_decisions: int = 3,
+    data: str | Path | None = None,
 ) -> Path:
     """Path of the benchmark's default frozen store (built on first use). `n_build` limits the
     build split to its first n tasks (default: the benchmark's `default_n_build`, else all); the
-    settings (and the task ids) determine the file name."""
+    settings (and the tasks' content) determine the file name. `data` is a data folder for the
+    benchmark (the data-root contract of `cm_gym.registry`)."""
     from cm_gym import __version__
     from cm_gym.llm.simulated import SIMULATOR_VERSION
     from cm_gym.registry import get_benchmark, get_domain
@@ -103,7 +105,7 @@ def default_snapshot(
     if n_build is None:
         n_build = spec.default_n_build
     domain = get_domain(spec.domain_name)
-    tasks = list(spec.load_tasks())
+    tasks = spec.load(data)
     split = make_split(tasks, seed=DEFAULT_SPLIT_SEED, by_env=spec.split_by_env)
     build_ids = list(split.build[:n_build] if n_build is not None else split.build)
     by_id = {t.task_id: t for t in tasks}

@@ -41,4 +41,5 @@ register_benchmark(
     load_tasks=load_quixbugs_tasks,
     description="QuixBugs' 40 one-line-bug Python programs with their tests (real data)",
     split_by_env=False,
+    data_layout="QuixBugs layout: python_programs/, correct_python_programs/, python_testcases/, json_testcases/",
 )

@@ -27,4 +27,5 @@ register_benchmark(
     load_tasks=load_dafny_tasks,
     description="DafnyBench programs with hints removed; add invariants/asserts/decreases until Dafny 2.3 verifies",
     split_by_env=True,
+    data_layout="DafnyBench layout: ground_truth/*.dfy and the matching hints_removed/*.dfy",
 )

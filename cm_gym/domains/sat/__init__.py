@@ -1,11 +1,12 @@
 """SAT domain plugin: benchmarks "SAT" (generated encoding tasks) and "SATLIB" (solver
-configurations on SATLIB DIMACS instances under ``data_root()/"sat"``)."""
+configurations on SATLIB DIMACS instances under ``data_root()/"sat"``, or any DIMACS folder with
+``--data DIR`` / ``gym.make(..., data=DIR)``)."""
 
 from __future__ import annotations
 
-from cm_gym.domains.sat.dimacs import load_satlib_tasks
 from cm_gym.domains.sat.domain import SatDomain
 from cm_gym.domains.sat.generate import generate_encoding_tasks
+from cm_gym.domains.sat.satlib import load_satlib_tasks
 from cm_gym.registry import register_benchmark
 
 __all__ = ["SatDomain", "generate_encoding_tasks", "load_satlib_tasks"]
@@ -22,4 +23,5 @@ register_benchmark(
     load_tasks=load_satlib_tasks,
     description="Solver configurations on SATLIB uf20/uf50/uuf50/flat DIMACS instances (real data)",
     split_by_env=False,
+    data_layout="DIMACS CNF files (*.cnf, *.dimacs): one sub-folder per family, or the files themselves",
 )

@@ -1,32 +1,29 @@
-"""DIMACS CNF reading (SATLIB layout: comments, ``p cnf`` header, ``%`` trailer) and SATLIB tasks.
+"""DIMACS CNF reading (SATLIB layout: comments, ``p cnf`` header, ``%`` trailer).
 
-`read_dimacs(path)` returns a `Cnf` or raises one `DimacsError` naming the file. `load_satlib_tasks`
-turns every ``*.cnf`` of the family folders under ``data_root()/"sat"`` into a solver-action task
-(benchmark "SATLIB"); each family has a conflict allowance the task states, and a reference
-configuration that decides every instance of the family within it (checked by the bench script).
+`read_dimacs(path)` returns a `Cnf` or raises one `DimacsError` naming the file. What a parsed
+formula may cost is bounded: the file size, the variable count and the literal count are capped,
+only regular files are read (a FIFO or a device is refused, never waited on), and repeated
+literals inside a clause and repeated clauses are removed (they change no model), so a file that
+repeats one clause a million times costs the solver one clause.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 import warnings
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from cm_gym.domains.sat.errors import DimacsError
-from cm_gym.domains.sat.solver import SolverConfig
-from cm_gym.paths import data_root
-from cm_gym.types import Task
-
-logger = logging.getLogger(__name__)
+from cm_gym.paths import DataFileError, read_data_file
 
 MAX_FILE_BYTES = 20_000_000
 MAX_VARS = 2_000_000
+#: literals after removing repeats (each costs the solver memory; SATLIB instances have < 10^4)
+MAX_LITERALS = 4_000_000
 
 _HEADER = re.compile(r"p\s+cnf\s+(\d+)\s+(\d+)\s*")
 
@@ -40,6 +37,7 @@ class Cnf:
     n_vars: int
     flat: np.ndarray
     comments: tuple[str, ...] = ()
+    duplicates: int = 0  # clauses removed because an identical clause came earlier
 
     @property
     def n_clauses(self) -> int:
@@ -97,8 +95,87 @@ def parse_dimacs(text: str, name: str = "<string>") -> Cnf:
                 lits = np.append(lits, 0)
             if int(np.count_nonzero(lits == 0)) == n_clauses:
                 comments = tuple(m.group(0).strip()[1:].strip() for m in _COMMENT.finditer(body))
-                return Cnf(name, n_vars, lits, comments)
-    return _parse_lines(text, name)
+                return _bounded(Cnf(name, n_vars, lits, comments))
+    return _bounded(_parse_lines(text, name))
+
+
+def _bounded(cnf: Cnf) -> Cnf:
+    """`cnf` without repeated literals inside a clause and without repeated clauses (first
+    occurrences kept, in file order, literal order unchanged), refused when still over
+    `MAX_LITERALS`. Vectorised: a few sorts per file, nothing rebuilt when nothing repeats."""
+    flat = cnf.flat
+    ends = np.flatnonzero(flat == 0)
+    if ends.size == 0:
+        return cnf
+    lengths = np.diff(ends, prepend=-1) - 1
+    if _no_repeats(flat, ends, lengths):
+        return _capped(cnf)
+    clause_of = np.repeat(np.arange(ends.size, dtype=np.int64), lengths)
+    lits = flat[flat != 0]
+    order = np.lexsort((lits, clause_of))
+    s_lits, s_of = lits[order], clause_of[order]
+    repeat = (s_lits[1:] == s_lits[:-1]) & (s_of[1:] == s_of[:-1])
+    if repeat.any():  # keep the first occurrence (in file order) of each literal of a clause
+        drop = np.zeros(lits.size, dtype=bool)
+        first = np.ones(lits.size, dtype=bool)
+        first[1:] = ~repeat
+        # within a run of equal (clause, literal), lexsort is stable: the run's head came first
+        drop[order[~first]] = True
+        lits, clause_of = lits[~drop], clause_of[~drop]
+        lengths = np.bincount(clause_of, minlength=ends.size)
+        order = np.lexsort((lits, clause_of))
+        s_lits = lits[order]
+    keep_clause = np.ones(ends.size, dtype=bool)
+    starts = np.cumsum(lengths) - lengths
+    for width in np.unique(lengths):
+        ids = np.flatnonzero(lengths == width)
+        if ids.size < 2:
+            continue
+        if width == 0:
+            keep_clause[ids[1:]] = False
+            continue
+        rows = s_lits[starts[ids][:, None] + np.arange(width)]
+        row_order = np.lexsort(rows.T[::-1])
+        same = np.all(rows[row_order[1:]] == rows[row_order[:-1]], axis=1)
+        if same.any():
+            # among equal rows keep the one that comes first in the file
+            group = np.concatenate(([0], np.cumsum(~same)))
+            head = np.full(group[-1] + 1, ids.size, dtype=np.int64)
+            np.minimum.at(head, group, row_order)
+            keep_clause[ids] = False
+            keep_clause[ids[head]] = True
+    duplicates = int(ends.size - np.count_nonzero(keep_clause))
+    if duplicates or lits.size != int(np.count_nonzero(flat)):
+        kept = keep_clause[clause_of]
+        widths = lengths[keep_clause]
+        out = np.zeros(int(widths.sum()) + widths.size, dtype=np.int64)
+        mask = np.ones(out.size, dtype=bool)
+        mask[np.cumsum(widths + 1) - 1] = False
+        out[mask] = lits[kept]
+        cnf = replace(cnf, flat=out, duplicates=duplicates)
+    return _capped(cnf)
+
+
+def _no_repeats(flat: np.ndarray, ends: np.ndarray, lengths: np.ndarray) -> bool:
+    """Fast proof that nothing repeats when every clause has the same width (random k-SAT and
+    most generated families); False means "look closer", not "repeats"."""
+    width = int(lengths[0])
+    if width == 0 or not np.all(lengths == width):
+        return False
+    rows = np.sort(flat.reshape(ends.size, width + 1)[:, :width], axis=1)
+    if width > 1 and np.any(rows[:, 1:] == rows[:, :-1]):
+        return False
+    rows = rows[np.lexsort(rows.T[::-1])]
+    return not np.any(np.all(rows[1:] == rows[:-1], axis=1))
+
+
+def _capped(cnf: Cnf) -> Cnf:
+    n_lits = int(np.count_nonzero(cnf.flat))
+    if n_lits > MAX_LITERALS:
+        raise DimacsError(
+            f"{cnf.path}: {n_lits} literals (after removing repeats) exceed the limit of {MAX_LITERALS}"
+        )
+    return cnf
 
 
 def _parse_lines(text: str, name: str) -> Cnf:
@@ -154,115 +231,20 @@ def _parse_lines(text: str, name: str) -> Cnf:
 
 
 def read_dimacs(path: str | Path) -> Cnf:
-    """Read and parse one DIMACS file (a `DimacsError` naming it when missing, huge or malformed)."""
-    p = Path(path)
+    """Read and parse one DIMACS file (a `DimacsError` naming it when missing, not a regular file,
+    huge or malformed)."""
+    return parse_dimacs(read_dimacs_text(path), str(path))
+
+
+def read_dimacs_text(path: str | Path) -> str:
+    """The text of a DIMACS file (regular files only, at most `MAX_FILE_BYTES`)."""
     try:
-        size = p.stat().st_size
-    except OSError as exc:
-        raise DimacsError(f"{p}: cannot read DIMACS file ({exc.strerror or exc})") from None
-    if size > MAX_FILE_BYTES:
-        raise DimacsError(f"{p}: {size} bytes exceed the limit of {MAX_FILE_BYTES}")
-    try:
-        text = p.read_text(encoding="utf-8", errors="strict")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DimacsError(f"{p}: cannot read DIMACS file ({exc})") from None
-    return parse_dimacs(text, str(p))
+        return read_data_file(path, MAX_FILE_BYTES)
+    except DataFileError as exc:
+        raise DimacsError(f"cannot read DIMACS file {exc}") from None
 
 
 @lru_cache(maxsize=256)
 def cached_cnf(path: str) -> Cnf:
     """`read_dimacs` with a small per-process cache (the evaluator re-checks the same files)."""
     return read_dimacs(path)
-
-
-@dataclass(frozen=True)
-class FamilyInfo:
-    """What a SATLIB family is and the conflict allowance its tasks state."""
-
-    description: str
-    allowance: int
-
-
-FAMILIES: dict[str, FamilyInfo] = {
-    "uf20-91": FamilyInfo("uniform random 3-SAT, 20 variables, 91 clauses (satisfiable)", 12),
-    "uf50-218": FamilyInfo("uniform random 3-SAT, 50 variables, 218 clauses (satisfiable)", 130),
-    "uuf50-218": FamilyInfo("uniform random 3-SAT, 50 variables, 218 clauses (unsatisfiable)", 150),
-    "flat30-60": FamilyInfo("flat graph 3-colouring, 30 vertices, 60 edges (satisfiable)", 50),
-    "flat100-239": FamilyInfo("flat graph 3-colouring, 100 vertices, 239 edges (satisfiable)", 50),
-}
-DEFAULT_ALLOWANCE = 200
-REFERENCE_SOLVER = "maplecm"
-
-
-def family_info(name: str) -> FamilyInfo:
-    """The family's description and allowance (unknown folders get a generic one)."""
-    return FAMILIES.get(name, FamilyInfo(f"DIMACS CNF instances from folder {name}", DEFAULT_ALLOWANCE))
-
-
-def _natural(path: Path) -> tuple[object, ...]:
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name))
-
-
-def satlib_task(cnf: Cnf, fam: str, path: Path) -> Task:
-    """The solver-action task for one parsed instance of family `fam`."""
-    info = family_info(fam)
-    ratio = round(cnf.n_clauses / max(1, cnf.n_vars), 3)
-    reference = SolverConfig(REFERENCE_SOLVER, "default", False, info.allowance).render()
-    prompt = (
-        f"Decide the CNF formula {path.name} (SATLIB family {fam}: {info.description}) with a python-sat "
-        f"solver within a budget of at most {info.allowance} conflicts. Answer with a solver configuration."
-    )
-    context = (
-        f"formula: {path.name}\nfamily: {fam}\nvariables: {cnf.n_vars}\nclauses: {cnf.n_clauses}\n"
-        f"clause/variable ratio: {ratio}\nconflict allowance: {info.allowance}\n\n"
-        "Configuration: 'key: value' lines. solver: one of maplecm, minisat22, glucose4, glucose42, "
-        "glucose3, mergesat3, cadical195, cadical153, maplesat, minicard, gluecard4, maplechrono. "
-        "phase: default | true | false. preprocess: off | on. budget: conflicts (at most the allowance). "
-        "Solved = a verified model or an UNSAT answer within the budget."
-    )
-    return Task(
-        task_id=f"satlib-{fam}-{path.stem}",
-        domain="sat",
-        prompt=prompt,
-        env_id=f"satlib/{fam}",
-        reference=reference,
-        context=context,
-        family=fam,
-        features={
-            "kind": "solver",
-            "family": fam,
-            "n_vars": cnf.n_vars,
-            "n_clauses": cnf.n_clauses,
-            "clause_var_ratio": ratio,
-            "max_budget": info.allowance,
-            "clause_width": cnf.max_width,
-        },
-        meta={"path": str(path)},
-    )
-
-
-def load_dimacs_dir(folder: str | Path, fam: str | None = None, limit: int | None = None) -> list[Task]:
-    """Tasks for the ``*.cnf`` files of one folder (natural order; every file fully parsed, so a
-    malformed one is a `DimacsError` naming it)."""
-    root = Path(folder)
-    if not root.is_dir():
-        raise DimacsError(f"{root}: not a directory of DIMACS files")
-    files = sorted((p for p in root.iterdir() if p.suffix == ".cnf" and p.is_file()), key=_natural)
-    if limit is not None:
-        files = files[: max(0, limit)]
-    name = fam or root.name
-    return [satlib_task(read_dimacs(p), name, p) for p in files]
-
-
-def load_satlib_tasks(
-    families: Iterable[str] | None = None, limit: int | None = None, root: str | Path | None = None
-) -> list[Task]:
-    """SATLIB solver-action tasks from ``data_root()/"sat"`` (all five families by default;
-    `limit` caps the files read per family)."""
-    base = Path(root) if root is not None else data_root() / "sat"
-    names: Sequence[str] = list(families) if families is not None else list(FAMILIES)
-    tasks: list[Task] = []
-    for fam in names:
-        tasks.extend(load_dimacs_dir(base / fam, fam, limit))
-    logger.debug("loaded %d SATLIB tasks from %s", len(tasks), base)
-    return tasks

@@ -1,11 +1,12 @@
 """SMT domain plugin: benchmarks "SMT" (generated SMT-LIB encoding tasks) and "SMTLIB" (z3
-configurations on SMT-LIB QF_LIA / QF_LRA / QF_BV benchmarks under ``data_root()/"smt"``)."""
+configurations on SMT-LIB benchmarks: QF_LIA / QF_LRA / QF_BV under ``data_root()/"smt"`` by
+default, any folder of ``.smt2`` files in any logic with ``--data DIR`` / ``gym.make(..., data=DIR)``)."""
 
 from __future__ import annotations
 
 from cm_gym.domains.smt.domain import SmtDomain
 from cm_gym.domains.smt.generate import generate_smt_tasks
-from cm_gym.domains.smt.smtlib import load_smtlib_tasks
+from cm_gym.domains.smt.loader import load_smtlib_tasks
 from cm_gym.registry import register_benchmark
 
 __all__ = ["SmtDomain", "generate_smt_tasks", "load_smtlib_tasks"]
@@ -20,5 +21,6 @@ register_benchmark(
     "SMTLIB",
     domain=SmtDomain,
     load_tasks=load_smtlib_tasks,
-    description="z3 configurations on SMT-LIB QF_LIA/QF_LRA/QF_BV benchmarks with :status (real data)",
+    description="z3 configurations on SMT-LIB benchmarks (QF_LIA/QF_LRA/QF_BV by default; any logic with --data)",
+    data_layout="SMT-LIB v2 files (*.smt2) in any logic, at any depth (e.g. <LOGIC>/sat/, <LOGIC>/unsat/)",
 )

@@ -4,8 +4,11 @@
 `rlimit`, and a ``sat`` model's values for the problem's variables are scored in Python against
 the problem (`problems.check_model`); for an unsatisfiable problem only ``unsat`` scores 1.
 *Solver* tasks: the configuration picks logic / tactic / rlimit (capped by the task's allowance);
-U = 1 when z3's answer matches the benchmark's ``:status`` and, for ``sat``, every assertion
-evaluates to true in the model. `check` never raises.
+U = 1 when z3's answer matches the benchmark's ``:status`` (any answer when the status is
+unknown) and, for ``sat``, every assertion is true in the model (`modelcheck`: quantified
+assertions are decided under the model on their own budget). An assertion shown false scores 0;
+one that cannot be decided gives status "undecided" — neither solved nor "false in the model".
+`check` never raises.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 import z3
 
 from cm_gym.domains.smt.errors import ScriptRefused, SmtConfigError, SmtConfigRefused
+from cm_gym.domains.smt.modelcheck import MODEL_CHECK_RLIMIT, decide_model
 from cm_gym.domains.smt.problems import Problem, check_model
 from cm_gym.domains.smt.sandbox import vet_script
 from cm_gym.domains.smt.smtlib import file_text
@@ -43,13 +47,17 @@ def _fail(status: str, reason: str, **details: Any) -> Outcome:
 class SmtEvaluator:
     """Deterministic SMT world model for both task kinds (see the module docstring).
 
-    `rlimit` bounds the check of an *encoding* script; solver tasks use the action's rlimit.
+    `rlimit` bounds the check of an *encoding* script; solver tasks use the action's rlimit;
+    `model_rlimit` bounds the decision of quantified assertions under a ``sat`` model.
     """
 
-    def __init__(self, rlimit: int = 5_000_000, memory_mb: int = 4096) -> None:
-        if int(rlimit) <= 0 or int(memory_mb) <= 0:
-            raise SmtConfigError("rlimit and memory_mb must be positive")
+    def __init__(
+        self, rlimit: int = 5_000_000, memory_mb: int = 4096, model_rlimit: int = MODEL_CHECK_RLIMIT
+    ) -> None:
+        if int(rlimit) <= 0 or int(memory_mb) <= 0 or int(model_rlimit) <= 0:
+            raise SmtConfigError("rlimit, memory_mb and model_rlimit must be positive")
         self.rlimit = int(rlimit)
+        self.model_rlimit = int(model_rlimit)
         cap_memory(memory_mb)
         self.calls = 0
 
@@ -128,9 +136,9 @@ class SmtEvaluator:
         allowance = int(task.features.get("max_rlimit", 0)) or None
         if allowance is not None and config.rlimit > allowance:
             raise SmtConfigRefused(f"rlimit {config.rlimit} exceeds the task's allowance of {allowance}")
-        if "path" not in task.meta or task.meta.get("status") not in ("sat", "unsat"):
-            return _fail("error", f"task {task.task_id} names no SMT-LIB file with a sat/unsat status")
-        status = str(task.meta["status"])
+        status = str(task.meta.get("status", "unknown"))
+        if "path" not in task.meta or status not in ("sat", "unsat", "unknown"):
+            return _fail("error", f"task {task.task_id} names no SMT-LIB file with a sat/unsat/unknown status")
         result = run(file_text(str(task.meta["path"])), config)
         details: dict[str, Any] = {"verdict": result.verdict, "rlimit_used": result.rlimit_used}
         if result.verdict == "unknown":
@@ -141,16 +149,32 @@ class SmtEvaluator:
                 f"z3 returned unknown ({result.reason}): the tactic or logic is incomplete here",
                 **details,
             )
-        if result.verdict != status:
+        if status != "unknown" and result.verdict != status:
             return _fail(
                 "ok", f"z3 answered {result.verdict}, which contradicts the benchmark's status", **details
             )
-        if result.verdict == "sat":
-            model = result.solver.model()
-            false = sum(1 for a in result.assertions if not z3.is_true(model.eval(a, model_completion=True)))
-            if false:
-                return _fail(
-                    "ok", f"sat, but {false} assertion(s) are not true in the returned model", **details
-                )
-            return Outcome(1.0, True, "sat with a model that satisfies every assertion.", details=details)
-        return Outcome(1.0, True, "unsat, matching the benchmark's status.", details=details)
+        if result.verdict == "unsat":
+            note = "matching the benchmark's status" if status == "unsat" else "the status is unknown: z3's proof"
+            return Outcome(1.0, True, f"unsat ({note}).", details=details)
+        logic = str(task.features.get("logic", "auto"))
+        checked = decide_model(
+            result.solver.model(), result.assertions, result.ctx, logic=logic, rlimit=self.model_rlimit
+        )
+        details.update(
+            model_true=checked.true,
+            model_false=checked.false,
+            model_undecided=checked.undecided,
+            model_rlimit_used=checked.rlimit_used,
+        )
+        if checked.verdict == "false":
+            return _fail(
+                "ok", f"sat, but {checked.false} assertion(s) are false in the returned model", **details
+            )
+        if checked.verdict == "undecided":
+            return _fail(
+                "undecided",
+                f"sat, but {checked.undecided} quantified assertion(s) could not be decided in the returned "
+                f"model within {self.model_rlimit} rlimit units (neither verified nor shown false)",
+                **details,
+            )
+        return Outcome(1.0, True, "sat with a model that satisfies every assertion.", details=details)

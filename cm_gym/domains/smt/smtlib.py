@@ -1,16 +1,13 @@
-"""SMT-LIB v2 benchmark files (``:status`` and logic from the header) and SMT-LIB solver tasks.
+"""SMT-LIB v2 benchmark files: logic, ``:status`` and structure counts from the header and body.
 
-`read_smtlib(path)` parses one ``.smt2`` file (balanced s-expressions, a ``set-logic``, a
-``(set-info :status sat|unsat)``) or raises one `SmtLibError` naming the file. `load_smtlib_tasks`
-turns the files under ``data_root()/"smt"/<LOGIC>`` (any depth, e.g. ``sat/`` and ``unsat/``) into
-solver-configuration tasks (benchmark "SMTLIB"); the status stays hidden in ``task.meta``.
+`read_smtlib(path)` parses one ``.smt2`` file (balanced s-expressions, a ``set-logic``, at most one
+``check-sat``, no ``push``/``pop``) or raises one `SmtLibError` naming the file. The status is
+"sat", "unsat" or "unknown" (also when the header has none: SMT-LIB's own meaning of a missing
+status). Only regular files are read. The tasks built from these files are in `loader.py`.
 """
 
 from __future__ import annotations
 
-import collections
-import hashlib
-import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,18 +16,10 @@ from pathlib import Path
 
 from cm_gym.domains.smt.errors import SexprError, SmtLibError
 from cm_gym.domains.smt.sexpr import Sexpr, atoms, parse_sexprs
-from cm_gym.domains.smt.solver import SmtConfig
-from cm_gym.paths import data_root
-from cm_gym.types import Task
-
-logger = logging.getLogger(__name__)
+from cm_gym.paths import DataFileError, read_data_file
 
 MAX_FILE_BYTES = 2_000_000
-LOGIC_DIRS = ("QF_LIA", "QF_LRA", "QF_BV")
-#: the rlimit allowance a task states, and the reference configuration, per logic
-ALLOWANCE = {"QF_LIA": 2_000_000, "QF_LRA": 100_000, "QF_BV": 2_000_000}
-DEFAULT_ALLOWANCE = 2_000_000
-REFERENCE_TACTIC = {"QF_LIA": "smt", "QF_LRA": "default", "QF_BV": "(then simplify smt)"}
+STATUSES = ("sat", "unsat", "unknown")
 
 
 @dataclass(frozen=True)
@@ -46,6 +35,7 @@ class SmtFile:
     uses_bitvectors: bool
     category: str
     size: int
+    quantified: bool = False
 
 
 def _is_numeral(e: Sexpr) -> bool:
@@ -88,7 +78,7 @@ def parse_smtlib(text: str, name: str) -> SmtFile:
     except SexprError as exc:
         raise SmtLibError(f"{name}: malformed SMT-LIB: {exc}") from None
     logic = status = category = ""
-    n_asserts = n_decls = 0
+    n_asserts = n_decls = n_checks = 0
     asserted: list[Sexpr] = []
     for cmd in commands:
         e = cmd.expr
@@ -106,128 +96,49 @@ def parse_smtlib(text: str, name: str) -> SmtFile:
         elif head == "assert":
             n_asserts += 1
             asserted.append(e)
+        elif head == "check-sat":
+            n_checks += 1
+        elif head in ("push", "pop", "check-sat-assuming", "reset", "reset-assertions"):
+            raise SmtLibError(f"{name}: line {cmd.line}: ({head} ...): incremental benchmarks are not supported")
     if not logic:
         raise SmtLibError(f"{name}: no (set-logic ...) in the header")
-    if status not in ("sat", "unsat"):
-        raise SmtLibError(f"{name}: header has no (set-info :status sat|unsat) (found {status or 'none'!r})")
+    if n_checks > 1:
+        raise SmtLibError(f"{name}: {n_checks} (check-sat) commands: incremental benchmarks are not supported")
+    status = status or "unknown"
+    if status not in STATUSES:
+        raise SmtLibError(f"{name}: (set-info :status {status}) is not one of sat, unsat, unknown")
     uses_bv = "BV" in logic or any(
         a.startswith(("bv", "#x", "#b")) or a == "BitVec" for e in asserted for a in atoms(e)
     )
+    quantified = any(a in ("forall", "exists") for e in asserted for a in atoms(e))
     return SmtFile(
-        name, logic, status, n_asserts, n_decls, has_nonlinear(asserted), uses_bv, category, len(text)
+        name,
+        logic,
+        status,
+        n_asserts,
+        n_decls,
+        has_nonlinear(asserted),
+        uses_bv,
+        category,
+        len(text),
+        quantified,
     )
+
+
+def read_smtlib_text(path: str | Path) -> str:
+    """The text of an SMT-LIB file (regular files only, at most `MAX_FILE_BYTES`)."""
+    try:
+        return read_data_file(path, MAX_FILE_BYTES)
+    except DataFileError as exc:
+        raise SmtLibError(f"cannot read SMT-LIB file {exc}") from None
 
 
 def read_smtlib(path: str | Path) -> SmtFile:
     """Read and parse one ``.smt2`` file (a `SmtLibError` naming it when missing or malformed)."""
-    p = Path(path)
-    try:
-        if p.stat().st_size > MAX_FILE_BYTES:
-            raise SmtLibError(f"{p}: {p.stat().st_size} bytes exceed the limit of {MAX_FILE_BYTES}")
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SmtLibError(f"{p}: cannot read SMT-LIB file ({exc})") from None
-    return parse_smtlib(text, str(p))
+    return parse_smtlib(read_smtlib_text(path), str(path))
 
 
 @lru_cache(maxsize=256)
 def file_text(path: str) -> str:
     """The text of a benchmark file (cached; the evaluator re-checks the same files)."""
-    return Path(path).read_text(encoding="utf-8")
-
-
-def reference_config(logic: str) -> SmtConfig:
-    """The configuration that decides this logic's shipped benchmarks within the allowance."""
-    return SmtConfig(logic, REFERENCE_TACTIC.get(logic, "default"), ALLOWANCE.get(logic, DEFAULT_ALLOWANCE))
-
-
-def smtlib_task(info: SmtFile, task_id: str) -> Task:
-    """The solver-configuration task for one benchmark file."""
-    allowance = ALLOWANCE.get(info.logic, DEFAULT_ALLOWANCE)
-    name = Path(info.path).name
-    prompt = (
-        f"Decide the SMT-LIB benchmark {name} (logic {info.logic}, {info.n_asserts} assertions over "
-        f"{info.n_decls} declared symbols) with z3 within a resource limit of at most {allowance} "
-        "rlimit units. Answer with a solver configuration."
-    )
-    context = (
-        f"benchmark: {name}\nlogic: {info.logic}\ncategory: {info.category or 'unknown'}\n"
-        f"assertions: {info.n_asserts}\ndeclarations: {info.n_decls}\n"
-        f"non-linear terms: {'yes' if info.has_nonlinear else 'no'}\nrlimit allowance: {allowance}\n\n"
-        "Configuration: 'key: value' lines. logic: auto or an SMT-LIB logic (z3 SolverFor); tactic: "
-        "default, a z3 tactic (smt, simplify, qflia, qflra, qfbv, bit-blast, sat, ...) or (then ...) / "
-        "(or-else ...) / (repeat ...); rlimit: z3 resource units, at most the allowance. "
-        "Solved = the benchmark's status, with a sat model that satisfies every assertion."
-    )
-    return Task(
-        task_id=task_id,
-        domain="smt",
-        prompt=prompt,
-        env_id=f"smtlib/{info.logic}",
-        reference=reference_config(info.logic).render(),
-        context=context,
-        family=info.logic,
-        features={
-            "kind": "solver",
-            "family": info.logic,
-            "logic": info.logic,
-            "n_asserts": info.n_asserts,
-            "n_decls": info.n_decls,
-            "has_nonlinear": info.has_nonlinear,
-            "uses_bitvectors": info.uses_bitvectors,
-            "size_chars": info.size,
-            "max_rlimit": allowance,
-            "category": info.category,
-        },
-        meta={"path": info.path, "status": info.status},
-    )
-
-
-def load_smtlib_dir(folder: str | Path, limit: int | None = None, prefix: str = "smtlib") -> list[Task]:
-    """Tasks for every ``*.smt2`` file under `folder` (sorted by path; every file parsed)."""
-    root = Path(folder)
-    if not root.is_dir():
-        raise SmtLibError(f"{root}: not a directory of SMT-LIB files")
-    files = sorted(p for p in root.rglob("*.smt2") if p.is_file())
-    if limit is not None:
-        files = _interleave(files, root)[: max(0, limit)]
-    stems = collections.Counter(p.stem for p in files)
-    tasks: list[Task] = []
-    for p in files:
-        info = read_smtlib(p)
-        task_id = f"{prefix}-{info.logic}-{p.stem}"
-        if stems[p.stem] > 1:  # same name in two sub-folders: a path hash that does not reveal which
-            rel = p.relative_to(root).as_posix()
-            task_id += "-" + hashlib.blake2b(rel.encode(), digest_size=3).hexdigest()
-        tasks.append(smtlib_task(info, task_id))
-    return tasks
-
-
-def _interleave(files: list[Path], root: Path) -> list[Path]:
-    """Round-robin over sub-folders (so a `limit` samples both sat/ and unsat/)."""
-    groups: dict[Path, list[Path]] = {}
-    for p in files:
-        groups.setdefault(p.parent, []).append(p)
-    out: list[Path] = []
-    lists = [groups[k] for k in sorted(groups)]
-    for i in range(max((len(g) for g in lists), default=0)):
-        out.extend(g[i] for g in lists if i < len(g))
-    return out
-
-
-def load_smtlib_tasks(
-    logics: Iterable[str] | None = None,
-    limit: int | None = None,
-    root: str | Path | None = None,
-    families: Iterable[str] | None = None,
-) -> list[Task]:
-    """SMT-LIB solver tasks from ``data_root()/"smt"`` (QF_LIA, QF_LRA, QF_BV by default;
-    `families` is an alias of `logics`; `limit` caps the files per logic, sampling sat/ and unsat/
-    alternately)."""
-    base = Path(root) if root is not None else data_root() / "smt"
-    chosen = logics if logics is not None else families
-    tasks: list[Task] = []
-    for logic in list(chosen) if chosen is not None else list(LOGIC_DIRS):
-        tasks.extend(load_smtlib_dir(base / logic, limit))
-    logger.debug("loaded %d SMT-LIB tasks from %s", len(tasks), base)
-    return tasks
+    return read_smtlib_text(path)

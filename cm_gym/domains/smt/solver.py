@@ -1,7 +1,7 @@
 """Run z3 deterministically: a fresh context per check, a resource limit (``rlimit``), never a
 wall-clock timeout. Also the solver-configuration action of SMT-LIB tasks::
 
-    logic: QF_LIA                  # a logic for z3's SolverFor, or auto
+    logic: QF_LIA                  # any SMT-LIB logic name (z3's SolverFor where z3 has it), or auto
     tactic: (then simplify smt)    # default, a tactic name, or then / or-else / repeat of them
     rlimit: 2000000                # z3 resource units; must not exceed the task's allowance
 
@@ -18,27 +18,9 @@ from typing import Any
 import z3
 
 from cm_gym.domains.smt.errors import ScriptError, SexprError, SmtConfigError, SmtConfigRefused
+from cm_gym.domains.smt.logics import is_logic_name, solver_logic
 from cm_gym.domains.smt.sexpr import Sexpr, parse_sexprs, render
 
-LOGICS = (
-    "auto",
-    "QF_LIA",
-    "QF_LRA",
-    "QF_LIRA",
-    "QF_BV",
-    "QF_IDL",
-    "QF_RDL",
-    "QF_UF",
-    "QF_UFLIA",
-    "QF_UFLRA",
-    "QF_UFBV",
-    "QF_ABV",
-    "QF_AUFBV",
-    "QF_AUFLIA",
-    "QF_NIA",
-    "QF_NRA",
-    "ALL",
-)
 TACTICS = (
     "smt",
     "simplify",
@@ -125,8 +107,10 @@ def parse_config(text: str) -> SmtConfig:
     if "rlimit" not in values:
         raise SmtConfigError("a configuration needs 'rlimit:' (z3 resource units)")
     logic = values.get("logic", "auto")
-    if logic not in LOGICS:
-        raise SmtConfigError(f"unknown logic {logic!r}; choose one of {', '.join(LOGICS)}")
+    if not is_logic_name(logic):
+        raise SmtConfigError(
+            f"unknown logic {logic!r}: give auto or an SMT-LIB logic name (QF_LIA, QF_BV, AUFLIA, LRA, ...)"
+        )
     raw_limit = values["rlimit"].replace("_", "").replace(",", "")
     if not raw_limit.isdigit() or int(raw_limit) <= 0:
         raise SmtConfigError(f"rlimit must be a positive integer, got {values['rlimit']!r}")
@@ -183,10 +167,10 @@ def make_solver(config: SmtConfig, ctx: z3.Context) -> z3.Solver:
     """The z3 solver a configuration asks for (in `ctx`), with its resource limit set."""
     if config.tactic != "default":
         solver = _build_tactic(_tactic_tree(config.tactic), ctx).solver()
-    elif config.logic == "auto":
+    elif solver_logic(config.logic) == "auto":
         solver = z3.Solver(ctx=ctx)
     else:
-        solver = z3.SolverFor(config.logic, ctx=ctx)
+        solver = z3.SolverFor(solver_logic(config.logic), ctx=ctx)
     solver.set("rlimit", config.rlimit)
     return solver
 

@@ -41,4 +41,5 @@ register_benchmark(
     load_tasks=load_spider_tasks,
     description="Spider-layout Text-to-SQL (dev.json, tables.json, database/<db>/<db>.sqlite)",
     split_by_env=True,
+    data_layout="Spider layout: dev.json (db_id, question, query), tables.json, database/<db>/<db>.sqlite",
 )

@@ -1,0 +1,176 @@
+"""`check_dataset`: load a benchmark's data and run every task's reference through its world model.
+
+What a user adding a dataset runs first (``cm-gym data check --benchmark NAME [--data DIR]``): the
+loader's refusals, drops and label disagreements (`LoadReport`), then each reference's outcome,
+classified as *solved*, *over budget* (status "budget" / "timeout": the reference does not
+decide within the task's allowance or the wall-clock bound), *unevaluable* (status "unevaluable"
+or "undecided": the task cannot be judged, e.g. a Spider gold beyond the row cap, a model whose
+quantified assertions cannot be decided) or *failed* (any other outcome: the world model judges
+the reference wrong or cannot run it). A *status disagreement* is a verdict that contradicts the
+task's own status or folder label (``details["verdict"]`` against ``meta["status"]`` /
+``meta["label"]``; the SAT and SMT loaders set them) or a disagreement the loader reported.
+The dataset passes when no file is refused and no reference fails (``strict``: and none is over
+budget or unevaluable).
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cm_gym.domains.base import LoadReport
+from cm_gym.registry import get_benchmark, get_domain
+from cm_gym.types import Action, AgentState, CmGymError, Outcome, Task
+
+COLUMNS = ("loaded", "dropped", "solved", "over budget", "unevaluable", "failed", "disagree", "s/check")
+VERDICTS = ("sat", "unsat")
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One reference's outcome, classified."""
+
+    task_id: str
+    family: str
+    kind: str  # solved | over budget | unevaluable | failed
+    status: str
+    reason: str
+    seconds: float
+    disagreement: str = ""
+
+
+@dataclass
+class DataCheck:
+    """Everything `check_dataset` found (see the module docstring)."""
+
+    benchmark: str
+    data: str
+    load: LoadReport = field(default_factory=LoadReport)
+    load_error: str = ""
+    checked: list[Checked] = field(default_factory=list)
+
+    def count(self, kind: str) -> int:
+        return sum(1 for c in self.checked if c.kind == kind)
+
+    @property
+    def disagreements(self) -> list[tuple[str, str]]:
+        return list(self.load.disagreements) + [
+            (c.task_id, c.disagreement) for c in self.checked if c.disagreement
+        ]
+
+    def passed(self, strict: bool = False) -> bool:
+        """No refused file, no failed reference (strict: nothing over budget or unevaluable)."""
+        bad = self.count("failed") + (self.count("over budget") + self.count("unevaluable") if strict else 0)
+        return not self.load_error and not self.load.refused and bad == 0
+
+    def rows(self) -> list[tuple[str, list[str]]]:
+        """(family, cells) per family and a total row, in `COLUMNS` order."""
+        fams: dict[str, list[Checked]] = collections.defaultdict(list)
+        for c in self.checked:
+            fams[c.family].append(c)
+        dropped = collections.Counter(self.load.family_of.get(name, "?") for name, _ in self.load.dropped)
+        out = []
+        for fam in sorted(set(fams) | set(dropped)):
+            out.append((fam, self._cells(fams.get(fam, []), dropped.get(fam, 0))))
+        out.append(("total", self._cells(self.checked, len(self.load.dropped))))
+        return out
+
+    @staticmethod
+    def _cells(items: list[Checked], dropped: int) -> list[str]:
+        kinds = collections.Counter(c.kind for c in items)
+        secs = sum(c.seconds for c in items) / len(items) if items else 0.0
+        return [
+            str(len(items)),
+            str(dropped),
+            str(kinds["solved"]),
+            str(kinds["over budget"]),
+            str(kinds["unevaluable"]),
+            str(kinds["failed"]),
+            str(sum(1 for c in items if c.disagreement)),
+            f"{secs:.3f}",
+        ]
+
+    def table(self, shown: int = 20) -> str:
+        """The one table (plus the listed refusals, failures, drops and disagreements)."""
+        width = max([len("family")] + [len(f) for f, _ in self.rows()])
+        head = f"{'family':<{width}}  " + "  ".join(f"{c:>11}" for c in COLUMNS)
+        lines = [f"{self.benchmark} data check: {self.data}", head, "-" * len(head)]
+        lines += [f"{fam:<{width}}  " + "  ".join(f"{v:>11}" for v in cells) for fam, cells in self.rows()]
+        if self.load_error:
+            lines.append(f"\nthe folder was refused: {self.load_error}")
+        sections = [
+            ("refused files", self.load.refused),
+            (
+                "failed references",
+                [(c.task_id, f"{c.status}: {c.reason}") for c in self.checked if c.kind == "failed"],
+            ),
+            ("over budget", [(c.task_id, c.reason) for c in self.checked if c.kind == "over budget"]),
+            ("unevaluable", [(c.task_id, c.reason) for c in self.checked if c.kind == "unevaluable"]),
+            ("dropped by the loader", self.load.dropped),
+            ("status disagreements", self.disagreements),
+            ("notes", self.load.notes),
+        ]
+        for title, items in sections:
+            if items:
+                lines.append(f"\n{title} ({len(items)}):")
+                lines += [f"  {name}: {why}" for name, why in items[:shown]]
+                if len(items) > shown:
+                    lines.append(f"  ... and {len(items) - shown} more")
+        return "\n".join(lines)
+
+
+def classify(task: Task, outcome: Outcome) -> tuple[str, str]:
+    """(kind, status disagreement or "") of one reference outcome (see the module docstring)."""
+    if outcome.solved:
+        kind = "solved"
+    elif outcome.status in ("budget", "timeout"):
+        kind = "over budget"
+    elif outcome.status in ("unevaluable", "undecided"):
+        kind = "unevaluable"
+    else:
+        kind = "failed"
+    verdict = str(outcome.details.get("verdict", ""))
+    status, label = str(task.meta.get("status", "")), str(task.meta.get("label", ""))
+    why = ""
+    if verdict in VERDICTS and status in VERDICTS and verdict != status:
+        why = f"the reference answers {verdict}, the header says {status}"
+    elif verdict in VERDICTS and label in VERDICTS and verdict != label and outcome.solved:
+        why = f"the reference proves {verdict}, the folder label says {label}"
+    return kind, why
+
+
+def check_dataset(
+    benchmark: str,
+    data: str | Path | None = None,
+    *,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    evaluator_kwargs: dict[str, object] | None = None,
+) -> DataCheck:
+    """Load `benchmark` (from `data`), check every reference (the first `limit` tasks when
+    given); `progress(done, total)` is called after each check."""
+    spec = get_benchmark(benchmark)
+    result = DataCheck(spec.name, str(data) if data is not None else "(the benchmark's own data)")
+    try:
+        tasks = spec.load(data, report=result.load)
+    except CmGymError as exc:
+        result.load_error = str(exc)
+        return result
+    if limit is not None:
+        tasks = tasks[: max(0, limit)]
+    evaluator = get_domain(spec.domain_name).make_evaluator(**(evaluator_kwargs or {}))
+    for i, task in enumerate(tasks):
+        t0 = time.perf_counter()
+        outcome = evaluator.check(AgentState(task), Action(task.reference))
+        seconds = time.perf_counter() - t0
+        kind, why = classify(task, outcome)
+        reason = outcome.reason or outcome.feedback
+        result.checked.append(
+            Checked(task.task_id, task.family or task.env_id, kind, outcome.status, reason, seconds, why)
+        )
+        if progress is not None:
+            progress(i + 1, len(tasks))
+    return result

@@ -1,0 +1,200 @@
+"""Resource allowances of solver benchmarks: declared per family, or calibrated once and cached.
+
+A solver task states an allowance (SAT conflicts, z3 rlimit units) and its reference configuration
+spends at most that. A family's allowance is never a silent constant: either it is *declared* (the
+built-in families, checked by ``bench/bench_sat_smt.py``), and every instance's reference is run
+at that allowance; or it is *calibrated*: the reference runs on every instance with a generous
+`cap`, and the allowance is the most any instance needed times a stated `margin` (budgeted solvers
+replay exactly, so an instance that needed n ≤ allowance / margin units decides within the
+allowance too). Instances the reference does not decide are dropped, with the reason, and counted.
+
+Probes are cached per instance content under ``cache_dir("calibration")`` (keyed by the content
+digest, the budget, the solver's version and `CALIBRATION_VERSION`), so a folder is probed once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from cm_gym.paths import cache_dir
+
+logger = logging.getLogger(__name__)
+
+CALIBRATION_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The reference configuration's run on one instance: decided (with a right answer) within
+    the budget, the resource units it used, its verdict, and why not when it did not."""
+
+    decided: bool
+    used: int
+    verdict: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One instance to probe: a name for reports, its content digest, and what `run` needs."""
+
+    name: str
+    digest: str
+    payload: object = None
+
+
+@dataclass
+class Calibration:
+    """A family's allowance, where it came from, and each instance's probe (by name)."""
+
+    family: str
+    allowance: int
+    source: str  # "declared" | "calibrated"
+    probes: dict[str, Probe] = field(default_factory=dict)
+
+    @property
+    def dropped(self) -> dict[str, str]:
+        """Instance name -> why its reference does not decide within the allowance."""
+        out = {}
+        for name, p in self.probes.items():
+            if not p.decided:
+                out[name] = p.reason or "the reference does not decide it"
+            elif p.used > self.allowance:
+                out[name] = f"the reference needs {p.used} units, over the allowance of {self.allowance}"
+        return out
+
+    def describe(self, unit: str) -> str:
+        """One line for reports and logs."""
+        kept = len(self.probes) - len(self.dropped)
+        how = "declared" if self.source == "declared" else "calibrated"
+        return (
+            f"allowance {self.allowance} {unit} ({how}); the reference decides {kept} of "
+            f"{len(self.probes)} instance(s) within it"
+        )
+
+
+def digest_text(text: str) -> str:
+    """Content digest of an instance (the cache key part that changes when a file is edited)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - non-POSIX
+        yield
+        return
+    with open(path, "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+class ProbeCache:
+    """Probes of one solver namespace in one JSON file (read once, written atomically)."""
+
+    def __init__(self, namespace: str, solver_version: str) -> None:
+        self.namespace, self.solver_version = namespace, solver_version
+        self._path: Path | None = None
+        self._data: dict[str, dict[str, object]] = {}
+        self._dirty = False
+        try:
+            self._path = cache_dir("calibration") / f"{namespace}.json"
+            if self._path.is_file():
+                self._data = json.loads(self._path.read_text())
+        except (OSError, ValueError) as exc:  # an unusable cache only costs time
+            logger.warning("calibration cache unusable (%s); probing again", exc)
+            self._data = {}
+
+    def key(self, digest: str, budget: int) -> str:
+        return f"{digest}:{budget}:{self.solver_version}:{CALIBRATION_VERSION}"
+
+    def get(self, digest: str, budget: int) -> Probe | None:
+        raw = self._data.get(self.key(digest, budget))
+        try:
+            return Probe(**raw) if isinstance(raw, dict) else None  # type: ignore[arg-type]
+        except TypeError:
+            return None
+
+    def put(self, digest: str, budget: int, probe: Probe) -> None:
+        self._data[self.key(digest, budget)] = asdict(probe)
+        self._dirty = True
+
+    def save(self) -> None:
+        if not self._dirty or self._path is None:
+            return
+        try:
+            with _locked(self._path.with_suffix(".lock")):
+                merged: dict[str, object] = {}
+                if self._path.is_file():
+                    with contextlib.suppress(ValueError):
+                        merged = json.loads(self._path.read_text())
+                merged.update(self._data)
+                tmp = self._path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(merged, sort_keys=True))
+                os.replace(tmp, self._path)
+            self._dirty = False
+        except OSError as exc:
+            logger.warning("could not save the calibration cache (%s)", exc)
+
+
+def calibrate(
+    family: str,
+    instances: Sequence[Instance],
+    run: Callable[[Instance, int], Probe],
+    cache: ProbeCache,
+    *,
+    declared: int | None,
+    cap: int,
+    margin: float,
+    floor: int,
+    ceiling: int,
+    unit: str,
+) -> Calibration:
+    """The family's allowance and every instance's probe (see the module docstring)."""
+    budget = declared if declared is not None else cap
+    probes: dict[str, Probe] = {}
+    todo = [inst for inst in instances if cache.get(inst.digest, budget) is None]
+    bar = None
+    if len(todo) > 20:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), desc=f"probing {family}", unit="file", disable=None, leave=False)
+        logger.info("probing the reference on %d %s instance(s) (cached afterwards)", len(todo), family)
+    try:
+        for inst in instances:
+            probe = cache.get(inst.digest, budget)
+            if probe is None:
+                probe = run(inst, budget)
+                cache.put(inst.digest, budget, probe)
+                if bar is not None:
+                    bar.update(1)
+            probes[inst.name] = probe
+    finally:
+        if bar is not None:
+            bar.close()
+        cache.save()
+    if declared is not None:
+        return Calibration(family, declared, "declared", probes)
+    needed = [p.used for p in probes.values() if p.decided]
+    allowance = min(ceiling, max(floor, math.ceil(max(needed, default=0) * margin)))
+    calibration = Calibration(family, allowance, "calibrated", probes)
+    logger.info(
+        "%s: %s (max needed %d x margin %.2f)",
+        family,
+        calibration.describe(unit),
+        max(needed, default=0),
+        margin,
+    )
+    return calibration
