@@ -8,6 +8,10 @@ python-sat solver under the budget, verify a model clause by clause; U = 1 for a
 an UNSAT answer within the budget.
 
 `check` never raises: bad input becomes an `Outcome` with status "error" / "refused" / "budget".
+Parsing, solving and model checks run in a reused killable worker (`cm_gym.domains.isolated`) with
+a hard wall-clock bound (`time_limit_s`, status "timeout") and a memory cap (`memory_mb`, status
+"budget"): conflicts bound a solver's search, not the time one propagation round over a huge
+clause set takes.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
+from cm_gym.domains.isolated import IsolatedChecks
 from cm_gym.domains.sat.dimacs import cached_cnf
 from cm_gym.domains.sat.encoding import CompiledEncoding, compile_encoding
 from cm_gym.domains.sat.errors import EncodingTooLarge, SolverConfigError, SolverRefused
@@ -37,6 +42,9 @@ logger = logging.getLogger(__name__)
 
 MAX_ACTION_CHARS = 20_000
 SHOWN_VIOLATIONS = 4
+#: the hard bounds of one check (conflict budgets bound the search; these bound everything else)
+TIME_LIMIT_S = 30.0
+MEMORY_MB = 1024
 
 
 @lru_cache(maxsize=256)
@@ -63,21 +71,48 @@ class SatEvaluator:
 
     `conflict_budget` bounds the solve of an *encoding*; `encoding_solver` is the solver used for
     it. Solver-kind tasks use the budget in the action, capped by the task's allowance.
+    `time_limit_s` and `memory_mb` bound each check's wall clock and memory; `isolated=False` runs
+    checks in this process without those bounds (what the worker itself does).
     """
 
-    def __init__(self, conflict_budget: int = 100_000, encoding_solver: str = "cadical153") -> None:
+    def __init__(
+        self,
+        conflict_budget: int = 100_000,
+        encoding_solver: str = "cadical153",
+        time_limit_s: float = TIME_LIMIT_S,
+        memory_mb: int = MEMORY_MB,
+        isolated: bool = True,
+    ) -> None:
         if encoding_solver not in BUDGET_SOLVERS or int(conflict_budget) <= 0:
             raise SolverConfigError(
                 f"encoding_solver must be one of {', '.join(BUDGET_SOLVERS)} and conflict_budget positive"
             )
+        if not float(time_limit_s) > 0 or int(memory_mb) <= 0:
+            raise SolverConfigError("time_limit_s and memory_mb must be positive")
         self.encoding_config = SolverConfig(encoding_solver, "default", False, int(conflict_budget))
         self.calls = 0
+        self.isolated = bool(isolated)
+        config = {"conflict_budget": int(conflict_budget), "encoding_solver": encoding_solver}
+        self._checks = IsolatedChecks(
+            "cm_gym.domains.sat.engine", config, time_limit_s=time_limit_s, memory_mb=memory_mb
+        )
+
+    def close(self) -> None:
+        """Stop the checking worker (the next check starts a new one)."""
+        self._checks.close()
 
     def check(self, state: AgentState, action: Action) -> Outcome:
         """Score `action` for `state.task` (never raises; never mutates the state)."""
         self.calls += 1
-        task = state.task
-        text = action.text
+        text = action.text if isinstance(action, Action) else str(action)
+        if len(text) > MAX_ACTION_CHARS:
+            return _fail("refused", f"the action has {len(text)} characters; the limit is {MAX_ACTION_CHARS}")
+        if self.isolated:
+            return self._checks.check(state.task, text)
+        return self.check_here(state.task, text)
+
+    def check_here(self, task: Task, text: str) -> Outcome:
+        """The check itself, in this process (no wall-clock or memory bound of its own)."""
         if len(text) > MAX_ACTION_CHARS:
             return _fail("refused", f"the action has {len(text)} characters; the limit is {MAX_ACTION_CHARS}")
         kind = task.features.get("kind")

@@ -14,12 +14,14 @@ counted. Files that cannot be read are listed together in one `DimacsError` (or 
 from __future__ import annotations
 
 import collections
+import functools
 import hashlib
 import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pysat
 
@@ -131,12 +133,18 @@ class _Parsed:
     label: str | None
 
 
-def _probe(parsed: _Parsed, fam: str, budget: int) -> Probe:
-    """The reference configuration checked by the world model at `budget` conflicts."""
+@functools.lru_cache(maxsize=1)
+def _probe_evaluator() -> Any:
+    """One evaluator (one worker process) for every probe of this process."""
     from cm_gym.domains.sat.evaluator import SatEvaluator
 
+    return SatEvaluator()
+
+
+def _probe(parsed: _Parsed, fam: str, budget: int) -> Probe:
+    """The reference configuration checked by the world model at `budget` conflicts."""
     task = satlib_task(parsed.cnf, fam, parsed.path, budget)
-    outcome = SatEvaluator().check(AgentState(task), Action(task.reference))
+    outcome = _probe_evaluator().check(AgentState(task), Action(task.reference))
     used = int(outcome.details.get("conflicts", 0) or 0)
     verdict = str(outcome.details.get("verdict", ""))
     reason = (

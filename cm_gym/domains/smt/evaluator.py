@@ -19,6 +19,7 @@ from typing import Any
 
 import z3
 
+from cm_gym.domains.isolated import IsolatedChecks
 from cm_gym.domains.smt.errors import ScriptRefused, SmtConfigError, SmtConfigRefused
 from cm_gym.domains.smt.modelcheck import MODEL_CHECK_RLIMIT, decide_model
 from cm_gym.domains.smt.problems import Problem, check_model
@@ -38,6 +39,11 @@ from cm_gym.types import Action, AgentState, CmGymError, Outcome, Task
 logger = logging.getLogger(__name__)
 
 SHOWN_VIOLATIONS = 4
+#: the hard bounds of one check: wall clock, and z3's memory ceiling (the worker may use
+#: `MEMORY_HEADROOM_MB` more before it is killed, so z3's own "out of memory" is seen first)
+TIME_LIMIT_S = 60.0
+MEMORY_MB = 2048
+MEMORY_HEADROOM_MB = 512
 
 
 def _fail(status: str, reason: str, **details: Any) -> Outcome:
@@ -48,29 +54,57 @@ class SmtEvaluator:
     """Deterministic SMT world model for both task kinds (see the module docstring).
 
     `rlimit` bounds the check of an *encoding* script; solver tasks use the action's rlimit;
-    `model_rlimit` bounds the decision of quantified assertions under a ``sat`` model.
+    `model_rlimit` bounds the decision of quantified assertions under a ``sat`` model. The rlimit
+    is z3's deterministic budget but not a time or memory bound (one ``repeat`` inside ``bvmul``
+    never returns): each check runs in a reused killable worker with `time_limit_s` of wall clock
+    (status "timeout") and `memory_mb` of memory (z3's own ceiling, plus a hard cap on the worker:
+    status "budget"). `isolated=False` checks in this process without those two bounds.
     """
 
     def __init__(
-        self, rlimit: int = 5_000_000, memory_mb: int = 4096, model_rlimit: int = MODEL_CHECK_RLIMIT
+        self,
+        rlimit: int = 5_000_000,
+        memory_mb: int = MEMORY_MB,
+        model_rlimit: int = MODEL_CHECK_RLIMIT,
+        time_limit_s: float = TIME_LIMIT_S,
+        isolated: bool = True,
     ) -> None:
-        if int(rlimit) <= 0 or int(memory_mb) <= 0 or int(model_rlimit) <= 0:
-            raise SmtConfigError("rlimit, memory_mb and model_rlimit must be positive")
+        if int(rlimit) <= 0 or int(memory_mb) <= 0 or int(model_rlimit) <= 0 or not float(time_limit_s) > 0:
+            raise SmtConfigError("rlimit, memory_mb, model_rlimit and time_limit_s must be positive")
         self.rlimit = int(rlimit)
         self.model_rlimit = int(model_rlimit)
-        cap_memory(memory_mb)
         self.calls = 0
+        self.isolated = bool(isolated)
+        if not self.isolated:
+            cap_memory(int(memory_mb))
+        config = {"rlimit": self.rlimit, "memory_mb": int(memory_mb), "model_rlimit": self.model_rlimit}
+        self._checks = IsolatedChecks(
+            "cm_gym.domains.smt.engine",
+            config,
+            time_limit_s=time_limit_s,
+            memory_mb=int(memory_mb) + MEMORY_HEADROOM_MB,
+        )
+
+    def close(self) -> None:
+        """Stop the checking worker (the next check starts a new one)."""
+        self._checks.close()
 
     def check(self, state: AgentState, action: Action) -> Outcome:
         """Score `action` for `state.task` (never raises; never mutates the state)."""
         self.calls += 1
-        task = state.task
+        text = action.text if isinstance(action, Action) else str(action)
+        if self.isolated:
+            return self._checks.check(state.task, text)
+        return self.check_here(state.task, text)
+
+    def check_here(self, task: Task, text: str) -> Outcome:
+        """The check itself, in this process (no wall-clock or hard memory bound of its own)."""
         kind = task.features.get("kind")
         try:
             if kind == "encoding":
-                return self._check_encoding(task, action.text)
+                return self._check_encoding(task, text)
             if kind == "solver":
-                return self._check_solver(task, action.text)
+                return self._check_solver(task, text)
             return _fail("error", f"task {task.task_id} has unknown kind {kind!r}")
         except (ScriptRefused, SmtConfigRefused) as exc:
             return _fail("refused", str(exc))
@@ -138,7 +172,9 @@ class SmtEvaluator:
             raise SmtConfigRefused(f"rlimit {config.rlimit} exceeds the task's allowance of {allowance}")
         status = str(task.meta.get("status", "unknown"))
         if "path" not in task.meta or status not in ("sat", "unsat", "unknown"):
-            return _fail("error", f"task {task.task_id} names no SMT-LIB file with a sat/unsat/unknown status")
+            return _fail(
+                "error", f"task {task.task_id} names no SMT-LIB file with a sat/unsat/unknown status"
+            )
         result = run(file_text(str(task.meta["path"])), config)
         details: dict[str, Any] = {"verdict": result.verdict, "rlimit_used": result.rlimit_used}
         if result.verdict == "unknown":
@@ -154,7 +190,11 @@ class SmtEvaluator:
                 "ok", f"z3 answered {result.verdict}, which contradicts the benchmark's status", **details
             )
         if result.verdict == "unsat":
-            note = "matching the benchmark's status" if status == "unsat" else "the status is unknown: z3's proof"
+            note = (
+                "matching the benchmark's status"
+                if status == "unsat"
+                else "the status is unknown: z3's proof"
+            )
             return Outcome(1.0, True, f"unsat ({note}).", details=details)
         logic = str(task.features.get("logic", "auto"))
         checked = decide_model(

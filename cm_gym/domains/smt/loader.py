@@ -20,11 +20,13 @@ instead of at every load. Unreadable or malformed files are listed together in o
 from __future__ import annotations
 
 import collections
+import functools
 import hashlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import z3
 
@@ -111,14 +113,16 @@ class _Parsed:
 
 def _group_files(root: Path, limit: int | None) -> list[Path]:
     """Every ``*.smt2`` under `root`, sorted; with `limit`, at most that many per top-level
-    sub-folder, alternating between its label folders (so a sample has sat and unsat files)."""
+    sub-folder (label folders count as `root` itself), alternating between label folders (so a
+    sample has sat and unsat files)."""
     files = sorted(p for p in root.rglob("*.smt2") if not p.is_dir())
     if limit is None:
         return files
     groups: dict[str, list[Path]] = collections.defaultdict(list)
     for p in files:
         parts = p.relative_to(root).parts
-        groups[parts[0] if len(parts) > 1 else ""].append(p)
+        top = parts[0] if len(parts) > 1 else ""
+        groups["" if top.lower() in LABELS else top].append(p)
     out: list[Path] = []
     for key in sorted(groups):
         out.extend(_interleave(groups[key])[: max(0, limit)])
@@ -178,12 +182,18 @@ def _notes(
         )
 
 
-def _probe(item: _Parsed, budget: int) -> Probe:
-    """The reference configuration checked by the world model at `budget` rlimit units."""
+@functools.lru_cache(maxsize=1)
+def _probe_evaluator() -> Any:
+    """One evaluator (one worker process) for every probe of this process."""
     from cm_gym.domains.smt.evaluator import SmtEvaluator
 
+    return SmtEvaluator()
+
+
+def _probe(item: _Parsed, budget: int) -> Probe:
+    """The reference configuration checked by the world model at `budget` rlimit units."""
     task = smtlib_task(item.info, "probe", budget)
-    outcome = SmtEvaluator().check(AgentState(task), Action(task.reference))
+    outcome = _probe_evaluator().check(AgentState(task), Action(task.reference))
     used = int(outcome.details.get("rlimit_used", 0) or 0)
     verdict = str(outcome.details.get("verdict", ""))
     reason = (

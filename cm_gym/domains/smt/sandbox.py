@@ -5,22 +5,23 @@ Allowed: ``set-logic``, ``set-option`` (only ``:produce-models``, ``:produce-ass
 ``assert``, one ``check-sat`` and, after it, ``get-model`` / ``get-value``. Everything else —
 ``exit``, ``reset``, ``push`` / ``pop``, ``include``, ``check-sat-assuming``, options that change
 limits, recursive definitions, asserts after ``check-sat`` — is refused with a reason (a scored
-`Outcome`, never an exception to the caller). Size, nesting, bit-width and numeral-length caps keep
-a huge script from reaching the solver.
+`Outcome`, never an exception to the caller). Caps on the text (characters, tokens, nesting) and on
+what its terms expand to (`termsize`: bit-widths however made, let/define-fun inlining,
+multiplier sizes, exponents, loop counts, string lengths) keep a huge problem from reaching z3.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from cm_gym.domains.smt.errors import ScriptError, ScriptRefused, SexprError
-from cm_gym.domains.smt.sexpr import Sexpr, atoms, parse_sexprs, render
+from cm_gym.domains.smt.sexpr import Sexpr, parse_sexprs, render
+from cm_gym.domains.smt.termsize import MAX_BV_WIDTH, MAX_NUMERAL_DIGITS, measure
+
+__all__ = ["MAX_BV_WIDTH", "MAX_NUMERAL_DIGITS", "VettedScript", "vet_script"]
 
 MAX_SCRIPT_CHARS = 20_000
 MAX_SCRIPT_TOKENS = 5_000
-MAX_BV_WIDTH = 512
-MAX_NUMERAL_DIGITS = 200
 
 ALLOWED = (
     "set-logic",
@@ -100,7 +101,6 @@ def vet_script(text: str) -> VettedScript:
             raise ScriptRefused(
                 f"line {line}: command {name!r} is not allowed; allowed: {', '.join(ALLOWED)}"
             )
-        _check_atoms(expr, line)
         if name == "check-sat":
             if seen_check:
                 raise ScriptRefused(f"line {line}: only one (check-sat) is allowed")
@@ -133,30 +133,5 @@ def vet_script(text: str) -> VettedScript:
         if name == "assert":
             n_asserts += 1
         body.append(render(expr))
+    measure(commands)
     return VettedScript("\n".join(body), logic, declared, n_asserts)
-
-
-_WIDTH = re.compile(r"^\d+$")
-
-
-def _check_atoms(expr: Sexpr, line: int) -> None:
-    """Refuse giant bit-widths and numerals (they would blow up bit-blasting or arithmetic)."""
-    todo: list[Sexpr] = [expr]
-    while todo:
-        e = todo.pop()
-        if isinstance(e, str):
-            continue
-        if (
-            len(e) == 3
-            and e[0] == "_"
-            and e[1] == "BitVec"
-            and isinstance(e[2], str)
-            and _WIDTH.match(e[2])
-            and int(e[2]) > MAX_BV_WIDTH
-        ):
-            raise ScriptRefused(f"line {line}: bit-width {e[2]} exceeds the limit of {MAX_BV_WIDTH}")
-        todo.extend(e)
-    for tok in atoms(expr):
-        digits = tok[2:] if tok.startswith("bv") else tok
-        if digits.isdigit() and len(digits) > MAX_NUMERAL_DIGITS:
-            raise ScriptRefused(f"line {line}: a numeral with {len(digits)} digits exceeds the limit")

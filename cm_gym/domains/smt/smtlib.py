@@ -99,11 +99,15 @@ def parse_smtlib(text: str, name: str) -> SmtFile:
         elif head == "check-sat":
             n_checks += 1
         elif head in ("push", "pop", "check-sat-assuming", "reset", "reset-assertions"):
-            raise SmtLibError(f"{name}: line {cmd.line}: ({head} ...): incremental benchmarks are not supported")
+            raise SmtLibError(
+                f"{name}: line {cmd.line}: ({head} ...): incremental benchmarks are not supported"
+            )
     if not logic:
         raise SmtLibError(f"{name}: no (set-logic ...) in the header")
     if n_checks > 1:
-        raise SmtLibError(f"{name}: {n_checks} (check-sat) commands: incremental benchmarks are not supported")
+        raise SmtLibError(
+            f"{name}: {n_checks} (check-sat) commands: incremental benchmarks are not supported"
+        )
     status = status or "unknown"
     if status not in STATUSES:
         raise SmtLibError(f"{name}: (set-info :status {status}) is not one of sat, unsat, unknown")

@@ -51,7 +51,7 @@ COMBINATORS = ("then", "or-else", "repeat")
 REFUSED_COMBINATORS = ("par-or", "par-then", "try-for", "cond", "fail-if", "using-params")
 CONFIG_KEYS = ("logic", "tactic", "rlimit")
 MAX_RLIMIT = 200_000_000
-MEMORY_MAX_MB = 4096
+MEMORY_MAX_MB = 2048
 _memory_capped = False
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cm_gym.domains.sat.dimacs import FAMILIES, load_dimacs_dir, load_satlib_tasks, parse_dimacs, read_dimacs
+from cm_gym.domains.sat.dimacs import parse_dimacs, read_dimacs
 from cm_gym.domains.sat.errors import DimacsError
 from cm_gym.domains.sat.evaluator import SatEvaluator
+from cm_gym.domains.sat.satlib import FAMILIES, load_satlib_tasks
 from cm_gym.domains.sat.solver import SolverConfig, parse_config
 from cm_gym.types import Action, AgentState, Outcome, Task
 
@@ -27,8 +28,13 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 
 def solver_task(folder: Path, name: str, text: str, fam: str = "tiny") -> Task:
-    write(folder, name, text)
-    return next(t for t in load_dimacs_dir(folder, fam) if t.meta["path"].endswith(name))
+    write(folder / fam, name, text) if (folder / fam).is_dir() else write(_mkdir(folder / fam), name, text)
+    return next(t for t in load_satlib_tasks(root=folder) if t.meta["path"].endswith(name))
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def check(task: Task, text: str) -> Outcome:
@@ -64,7 +70,7 @@ def test_directory_loader_names_the_bad_file(tmp_path: Path) -> None:
     write(tmp_path, "a.cnf", SAT_CNF)
     write(tmp_path, "b.cnf", "p cnf 1 1\n5 0\n")
     with pytest.raises(DimacsError, match="b.cnf"):
-        load_dimacs_dir(tmp_path)
+        load_satlib_tasks(root=tmp_path)
     with pytest.raises(DimacsError, match="cannot read"):
         read_dimacs(tmp_path / "missing.cnf")
 
@@ -74,14 +80,15 @@ def test_verified_model_and_unsat_answers_score_one(tmp_path: Path) -> None:
     o = check(sat, "solver: minisat22\nbudget: 10")
     assert o.solved and o.details["verdict"] == "sat"
     unsat = solver_task(tmp_path, "php.cnf", PHP_CNF)
-    o = check(unsat, "solver: glucose4\nphase: true\npreprocess: on\nbudget: 100")
+    assert unsat.features["max_budget"] == 10  # an undeclared family: calibrated (floor 10)
+    o = check(unsat, "solver: glucose4\nphase: true\npreprocess: on\nbudget: 10")
     assert o.solved and o.details["verdict"] == "unsat"
 
 
 @pytest.mark.parametrize(
     ("config", "status", "fragment"),
     [
-        ("solver: minisat22\nbudget: 5000", "refused", "allowance"),
+        ("solver: minisat22\nbudget: 11", "refused", "allowance"),
         ("solver: lingeling\nbudget: 10", "refused", "no deterministic conflict budget"),
         ("solver: z3\nbudget: 10", "error", "unknown solver"),
         ("solver: minisat22\nbudget: -3", "error", "positive"),

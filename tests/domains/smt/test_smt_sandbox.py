@@ -55,7 +55,7 @@ def test_allowed_script_is_vetted_with_declared_sorts() -> None:
         ("(set-option :rlimit 0)", "option ':rlimit' is not allowed"),
         ("(declare-const x Int)\n(check-sat)\n(assert (> x 1))\n(check-sat)", "after (check-sat)"),
         ("(declare-const x Int)\n(check-sat)\n(check-sat)", "only one (check-sat)"),
-        ("(declare-const x (_ BitVec 100000))", "bit-width 100000"),
+        ("(declare-const x (_ BitVec 100000))", "sort of 100000 bits"),
         ("(assert (> x " + "9" * 300 + "))", "numeral with 300 digits"),
         ("(eval x)", "command 'eval' is not allowed"),
         ("(define-fun-rec f ((a Int)) Int (f a))", "recursive"),

@@ -10,7 +10,8 @@ import pytest
 
 from cm_gym.domains.smt.errors import SmtConfigError, SmtConfigRefused, SmtLibError
 from cm_gym.domains.smt.evaluator import SmtEvaluator
-from cm_gym.domains.smt.smtlib import ALLOWANCE, load_smtlib_dir, load_smtlib_tasks, parse_smtlib, read_smtlib
+from cm_gym.domains.smt.loader import ALLOWANCE, load_smtlib_tasks
+from cm_gym.domains.smt.smtlib import parse_smtlib, read_smtlib
 from cm_gym.domains.smt.solver import SmtConfig, parse_config
 from cm_gym.types import Action, AgentState, Outcome, Task
 
@@ -37,7 +38,7 @@ def write(root: Path, rel: str, text: str) -> Path:
 def tasks_in(tmp_path: Path) -> dict[str, Task]:
     write(tmp_path, "QF_LIA/sat/a.smt2", SAT_FILE)
     write(tmp_path, "QF_LIA/unsat/b.smt2", UNSAT_FILE)
-    return {t.meta["status"]: t for t in load_smtlib_dir(tmp_path / "QF_LIA")}
+    return {t.meta["status"]: t for t in load_smtlib_tasks(root=tmp_path / "QF_LIA")}
 
 
 def check(task: Task, text: str) -> Outcome:
@@ -55,10 +56,11 @@ def test_header_facts() -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        (SAT_FILE.replace("(set-info :status sat)", ""), "no (set-info :status"),
+        (SAT_FILE.replace("(set-info :status sat)", "(set-info :status maybe)"), ":status maybe"),
         (SAT_FILE.replace("(set-logic QF_LIA)", ""), "no (set-logic"),
         (SAT_FILE.replace("(check-sat)", "(check-sat"), "unbalanced"),
-        (SAT_FILE.replace(":status sat", ":status unknown"), "found 'unknown'"),
+        (SAT_FILE.replace("(check-sat)", "(push 1) (check-sat)"), "incremental"),
+        (SAT_FILE.replace("(check-sat)", "(check-sat) (check-sat)"), "incremental"),
     ],
 )
 def test_malformed_files_raise_one_error_naming_the_file(tmp_path: Path, text: str, fragment: str) -> None:
@@ -67,7 +69,7 @@ def test_malformed_files_raise_one_error_naming_the_file(tmp_path: Path, text: s
         read_smtlib(path)
     assert str(path) in str(info.value) and fragment in str(info.value)
     with pytest.raises(SmtLibError, match="bad.smt2"):
-        load_smtlib_dir(tmp_path)
+        load_smtlib_tasks(root=tmp_path)
 
 
 def test_status_is_hidden_and_ids_do_not_leak_it(tmp_path: Path) -> None:
