@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cm_gym.domains.base import LoadReport
-from cm_gym.registry import get_benchmark, get_domain
+from cm_gym.registry import DataRootError, get_benchmark, get_domain
 from cm_gym.types import Action, AgentState, CmGymError, Outcome, Task
 
 COLUMNS = ("loaded", "dropped", "solved", "over budget", "unevaluable", "failed", "disagree", "s/check")
@@ -156,6 +156,8 @@ def check_dataset(
     result = DataCheck(spec.name, str(data) if data is not None else "(the benchmark's own data)")
     try:
         tasks = spec.load(data, report=result.load)
+    except DataRootError:
+        raise  # a usage error (no such folder, a generated benchmark): one line, not a table
     except CmGymError as exc:
         result.load_error = str(exc)
         return result
