@@ -1,270 +1,281 @@
-"""Benchmark the SAT and SMT world models (issue 6). Prints figures; asserts nothing.
+"""Benchmark the SAT and SMT world models (issues 6, 13, 14). Prints figures; asserts nothing.
 
-1. Checks/s per task kind, and the ratio of our evaluator's time to calling the solver directly on
-   the same inputs in the same run (target <= 1.3x). "Direct" is the bare solver work the check
-   needs: python-sat on the already-parsed clauses with the same budget, z3 in a fresh context on
-   the same text with the same rlimit. For encodings the direct call solves the already-compiled
-   CNF (the evaluator also compiles, decodes and runs the independent checker), so two ratios are
-   shown: against one solve and against the two phase-biased solves the evaluator performs.
-2. The shared data: how many instances the loaders read, and whether the reference configuration
-   reproduces every SAT/UNSAT label (SATLIB family) and every ``:status`` (SMT-LIB) under the
-   default budget; the ones that hit the budget are listed.
-3. Draft failure rates of the simulated LLM (first decision, BaseAgent, seed 0) per benchmark.
+1. Every folder of the shared data (``sat/*``, ``smt/*``), loaded as a user would with
+   ``--data FOLDER``: files read, tasks loaded and dropped (their reference does not decide within
+   the allowance), references solved, answers judged wrong (the solver, called directly with the
+   same configuration, gives the right answer and the world model does not score it solved: must
+   be 0), over budget, undecided, and the time per check against calling the solver directly
+   (python-sat / z3 in-process on the same parsed input, same budget) in the same run.
+2. The hostile corpus (`cm_gym.domains.{sat,smt}.hostile`): probes tried / contained per class
+   and the worst wall time and peak memory of a single check under the default bounds.
+3. The cost of isolation per check: the evaluator with its checks in the killable worker against
+   the same evaluator checking in-process (target <= 1.3x), on generated and real tasks.
 
-Usage: python bench/bench_sat_smt.py [--limit N] [--sample N] [--no-rates]
+Usage: python bench/bench_sat_smt.py [--folders sat/uf20-91 smt/AUFLIA ...] [--limit N]
+       [--sections 1 2 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import statistics
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import z3
 from pysat.solvers import Solver
 
-from cm_gym.agent import BaseAgent
-from cm_gym.domains.sat.encoding import compile_encoding
-from cm_gym.domains.sat.evaluator import SatEvaluator, _instance, compiled_encoding
-from cm_gym.domains.sat.problems import family
+from cm_gym.domains.base import LoadReport
+from cm_gym.domains.sat import hostile as sat_hostile
+from cm_gym.domains.sat.dimacs import cached_cnf
+from cm_gym.domains.sat.evaluator import SatEvaluator
+from cm_gym.domains.sat.satlib import load_satlib_tasks, satlib_task
 from cm_gym.domains.sat.solver import parse_config as parse_sat_config
+from cm_gym.domains.smt import hostile as smt_hostile
 from cm_gym.domains.smt.evaluator import SmtEvaluator
-from cm_gym.domains.smt.sandbox import vet_script
-from cm_gym.domains.smt.smtlib import file_text
+from cm_gym.domains.smt.loader import load_smtlib_tasks, smtlib_task
+from cm_gym.domains.smt.smtlib import file_text, parse_smtlib
 from cm_gym.domains.smt.solver import make_solver
 from cm_gym.domains.smt.solver import parse_config as parse_smt_config
-from cm_gym.registry import get_benchmark, get_domain
+from cm_gym.paths import data_root
+from cm_gym.registry import get_benchmark
 from cm_gym.types import Action, AgentState, Task
 
 
-def paired(
-    items: Sequence[Any], ours: Callable[[Any], Any], direct: Callable[[Any], Any], repeats: int
-) -> tuple[float, float]:
-    """Total time of `ours` and `direct` over `items`, interleaved item by item (so load on a
-    shared machine hits both alike), keeping each item's best of `repeats`."""
-    best_ours = [float("inf")] * len(items)
-    best_direct = [float("inf")] * len(items)
-    for _ in range(repeats):
-        for i, item in enumerate(items):
-            t0 = time.perf_counter()
-            ours(item)
-            t1 = time.perf_counter()
-            direct(item)
-            t2 = time.perf_counter()
-            best_ours[i] = min(best_ours[i], t1 - t0)
-            best_direct[i] = min(best_direct[i], t2 - t1)
-    return sum(best_ours), sum(best_direct)
-
-
-def row(label: str, n: int, ours: float, direct: float, extra: str = "") -> None:
-    print(
-        f"  {label:<28} n={n:<5} evaluator {n / ours:8.0f} checks/s   direct {n / direct:8.0f}/s   "
-        f"ratio {ours / direct:5.2f}x{extra}"
-    )
-
-
-# -- 1. throughput --------------------------------------------------------------------------------
-def _pysat(clauses: Any, solver: str, budget: int, n_phase: int = 0, sign: int = 0) -> None:
-    with Solver(name=solver, bootstrap_with=clauses) as s:
-        if sign:
-            s.set_phases([sign * v for v in range(1, n_phase + 1)])
-        s.conf_budget(budget)
-        if s.solve_limited():
+# -- direct solver calls (the baseline) ----------------------------------------------------------
+def direct_sat(task: Task) -> str:
+    cfg = parse_sat_config(task.reference)
+    cnf = cached_cnf(str(task.meta["path"]))
+    with Solver(name=cfg.solver, bootstrap_with=cnf.clauses()) as s:
+        s.conf_budget(cfg.budget)
+        answer = s.solve_limited()
+        if answer:
             s.get_model()
+    return {True: "sat", False: "unsat", None: "unknown"}[answer]
 
 
-def bench_sat_encoding(tasks: Sequence[Task], repeats: int) -> None:
-    ev = SatEvaluator()
-    compiled = {}
-    for t in tasks:
-        p = t.meta["problem"]
-        compiled[t.task_id] = compile_encoding(t.reference, family(p["family"]).signature(p["params"]))
-
-    def cold(t: Task) -> None:
-        compiled_encoding.cache_clear()  # every check compiles its encoding
-        ev.check(AgentState(t), Action(t.reference))
-
-    def warm(t: Task) -> None:
-        ev.check(AgentState(t), Action(t.reference))
-
-    def one_solve(t: Task) -> None:
-        _pysat(compiled[t.task_id].clauses, "cadical153", 100_000)
-
-    def two_solves(t: Task) -> None:
-        ce = compiled[t.task_id]
-        for sign in (-1, 1):
-            _pysat(ce.clauses, "cadical153", 100_000, ce.table.n_vars, sign)
-
-    row("SAT encoding vs 1 solve", len(tasks), *paired(tasks, cold, one_solve, repeats))
-    row(
-        "SAT encoding vs 2 solves",
-        len(tasks),
-        *paired(tasks, cold, two_solves, repeats),
-        "  <- same solver work",
-    )
-    for t in tasks:
-        warm(t)
-    row(
-        "SAT encoding, cached CNF",
-        len(tasks),
-        *paired(tasks, warm, two_solves, repeats),
-        "  (repeat submissions)",
-    )
+def direct_smt(task: Task) -> str:
+    ctx = z3.Context()
+    s = make_solver(parse_smt_config(task.reference), ctx)
+    s.add(z3.parse_smt2_string(file_text(str(task.meta["path"])), ctx=ctx))
+    answer = str(s.check())
+    if answer == "sat":
+        s.model()
+    return answer
 
 
-def bench_sat_solver(tasks: Sequence[Task], repeats: int) -> None:
-    ev = SatEvaluator()
-    for t in tasks:
-        _instance(str(t.meta["path"]))  # warm the parsed-file cache for both sides
-    configs = {t.task_id: parse_sat_config(t.reference) for t in tasks}
-
-    def ours(t: Task) -> None:
-        ev.check(AgentState(t), Action(t.reference))
-
-    def direct(t: Task) -> None:
-        cfg = configs[t.task_id]
-        _pysat(_instance(str(t.meta["path"]))[1], cfg.solver, cfg.budget)
-
-    row("SAT solver config", len(tasks), *paired(tasks, ours, direct, repeats))
+def right_answer(task: Task, verdict: str) -> bool:
+    """The direct call's answer is right: decided, and not against the header's status."""
+    status = str(task.meta.get("status", "unknown"))
+    return verdict in ("sat", "unsat") and status in ("unknown", verdict)
 
 
-def bench_smt_encoding(tasks: Sequence[Task], repeats: int) -> None:
-    ev = SmtEvaluator()
-    bodies = {t.task_id: vet_script(t.reference).body for t in tasks}
-
-    def ours(t: Task) -> None:
-        ev.check(AgentState(t), Action(t.reference))
-
-    def direct(t: Task) -> None:
-        ctx = z3.Context()
-        s = z3.Solver(ctx=ctx)
-        s.set("rlimit", ev.rlimit)
-        s.add(z3.parse_smt2_string(bodies[t.task_id], ctx=ctx))
-        if s.check() == z3.sat:
-            s.model()
-
-    row("SMT encoding", len(tasks), *paired(tasks, ours, direct, repeats))
-
-
-def bench_smt_solver(tasks: Sequence[Task], repeats: int) -> None:
-    ev = SmtEvaluator()
-    configs = {t.task_id: parse_smt_config(t.reference) for t in tasks}
-
-    def ours(t: Task) -> None:
-        ev.check(AgentState(t), Action(t.reference))
-
-    def direct(t: Task) -> None:
-        ctx = z3.Context()
-        s = make_solver(configs[t.task_id], ctx)
-        s.add(z3.parse_smt2_string(file_text(str(t.meta["path"])), ctx=ctx))
-        if s.check() == z3.sat:
-            s.model()
-
-    row("SMT solver config", len(tasks), *paired(tasks, ours, direct, repeats))
-
-
-# -- 2. shared data ---------------------------------------------------------------------------------
-def reproduce(bench: str, limit: int | None, label: Callable[[Task], str]) -> None:
-    spec = get_benchmark(bench)
-    start = time.perf_counter()
-    tasks = list(spec.load_tasks(limit=limit))
-    loaded = time.perf_counter() - start
-    ev = spec.domain().make_evaluator()
-    per: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-    budget: list[str] = []
+# -- 1. every shared folder ------------------------------------------------------------------------
+def folder_row(kind: str, folder: Path, limit: int | None) -> dict[str, Any]:
+    report = LoadReport()
+    t0 = time.perf_counter()
+    if kind == "sat":
+        tasks = load_satlib_tasks(root=folder, report=report)
+        evaluator: Any = SatEvaluator()
+        direct: Callable[[Task], str] = direct_sat
+    else:
+        tasks = load_smtlib_tasks(root=folder, report=report)
+        evaluator, direct = SmtEvaluator(), direct_smt
+    load_s = time.perf_counter() - t0
+    tasks = tasks[:limit] if limit is not None else tasks
+    counts: collections.Counter[str] = collections.Counter()
+    ours_s: list[float] = []
+    direct_s: list[float] = []
     wrong: list[str] = []
-    start = time.perf_counter()
-    for t in tasks:
-        o = ev.check(AgentState(t), Action(t.reference))
-        verdict = o.details.get("verdict", "?")
-        group = per[t.family]
-        group["read"] += 1
-        if o.solved and verdict == label(t):
-            group["reproduced"] += 1
-        elif o.status == "budget":
-            group["budget"] += 1
-            budget.append(t.task_id)
-        else:
-            group["other"] += 1
-            wrong.append(f"{t.task_id} ({o.status}: {o.feedback[:80]})")
-    took = time.perf_counter() - start
-    total = sum(g["read"] for g in per.values())
-    print(
-        f"  {bench}: read {total} instances in {loaded:.1f}s; checked with the reference config in {took:.1f}s"
+    for task in tasks:
+        t0 = time.perf_counter()
+        outcome = evaluator.check(AgentState(task), Action(task.reference))
+        t1 = time.perf_counter()
+        verdict = direct(task)
+        t2 = time.perf_counter()
+        ours_s.append(t1 - t0)
+        direct_s.append(t2 - t1)
+        if outcome.solved:
+            counts["solved"] += 1
+        elif outcome.status in ("budget", "timeout"):
+            counts["over budget"] += 1
+        elif outcome.status == "undecided":
+            counts["undecided"] += 1
+        if right_answer(task, verdict) and not outcome.solved and outcome.status != "undecided":
+            counts["judged wrong"] += 1
+            wrong.append(f"{task.task_id}: {outcome.status}: {outcome.reason[:80]}")
+    evaluator.close()
+    return {
+        "folder": f"{kind}/{folder.name}",
+        "files": len(tasks) + len(report.dropped) + len(report.refused),
+        "loaded": len(tasks),
+        "dropped": len(report.dropped),
+        "refused": len(report.refused),
+        "disagree": len(report.disagreements),
+        **{k: counts[k] for k in ("solved", "judged wrong", "over budget", "undecided")},
+        "ours_ms": 1e3 * statistics.mean(ours_s) if ours_s else 0.0,
+        "direct_ms": 1e3 * statistics.mean(direct_s) if direct_s else 0.0,
+        "ratio": sum(ours_s) / sum(direct_s) if direct_s and sum(direct_s) else float("nan"),
+        "load_s": load_s,
+        "wrong": wrong,
+        "notes": [n for _, n in report.notes if n.startswith("allowance")],
+    }
+
+
+def section_folders(names: Sequence[str], limit: int | None) -> None:
+    print("1. Every shared folder loaded with --data (reference configuration; ms = mean per check)")
+    head = (
+        f"  {'folder':<17}{'files':>6}{'loaded':>7}{'dropped':>8}{'solved':>7}{'wrong':>6}{'budget':>7}"
+        f"{'undec.':>7}{'disagr.':>8}{'ours ms':>9}{'direct ms':>10}{'ratio':>7}{'load s':>8}"
     )
-    for fam in sorted(per):
-        g = per[fam]
+    print(head)
+    for name in names:
+        kind, _, sub = name.partition("/")
+        r = folder_row(kind, data_root() / kind / sub, limit)
         print(
-            f"    {fam:<14} read {g['read']:5}  reproduced {g['reproduced']:5}  hit budget {g['budget']:3}  other {g['other']:3}"
+            f"  {r['folder']:<17}{r['files']:>6}{r['loaded']:>7}{r['dropped']:>8}{r['solved']:>7}"
+            f"{r['judged wrong']:>6}{r['over budget']:>7}{r['undecided']:>7}{r['disagree']:>8}"
+            f"{r['ours_ms']:>9.1f}{r['direct_ms']:>10.1f}{r['ratio']:>7.2f}{r['load_s']:>8.1f}"
         )
-    if budget:
-        print(f"    hit the budget: {', '.join(budget)}")
-    if wrong:
-        print(f"    not reproduced: {'; '.join(wrong)}")
+        for line in r["notes"] + r["wrong"]:
+            print(f"      {line}")
 
 
-def satlib_label(t: Task) -> str:
-    return "unsat" if t.family.startswith("uuf") else "sat"
+# -- 2. hostile corpus -----------------------------------------------------------------------------
+def section_probes(tmp: Path) -> None:
+    print("\n2. Hostile corpus under the default bounds (SAT 30 s / 1 GB, SMT 60 s / 2 GB + 512 MB)")
+    smt = SmtEvaluator()
+    smt._checks.track_memory = True
+    sat = SatEvaluator()
+    sat._checks.track_memory = True
+    tried: collections.Counter[str] = collections.Counter()
+    held: collections.Counter[str] = collections.Counter()
+    worst: dict[str, tuple[float, float, str]] = {"sat": (0.0, 0.0, ""), "smt": (0.0, 0.0, "")}
+
+    def note(domain: str, klass: str, name: str, ok: bool, checks: Any) -> None:
+        tried[f"{domain}/{klass}"] += 1
+        held[f"{domain}/{klass}"] += int(ok)
+        wall, peak = checks.last_wall_s, checks.last_peak_mb or 0.0
+        w, p, _ = worst[domain]
+        worst[domain] = (max(w, wall), max(p, peak), name if wall >= w else worst[domain][2])
+
+    task = smt_hostile.hostile_task()
+    for probe in smt_hostile.SCRIPTS:
+        o = smt.check(AgentState(task), Action(probe.text))
+        ok = not o.solved and (o.status == "refused" if probe.expect == "refused" else True)
+        note("smt", probe.klass, probe.name, ok, smt._checks)
+    for probe in smt_hostile.BENCHMARKS:
+        path = tmp / f"{probe.name}.smt2"
+        path.write_text(probe.text)
+        t = smtlib_task(parse_smtlib(probe.text, str(path)), "h", 200_000_000)
+        o = smt.check(AgentState(t), Action("logic: QF_BV\nrlimit: 200000000"))
+        note("smt", probe.klass, probe.name, o.status in ("timeout", "budget"), smt._checks)
+    public = data_root() / "smt" / "BV" / "sat" / "network_ndis_e100bex_5x_kd_mp_dbg.c.smt2"
+    if public.is_file():
+        t = smtlib_task(parse_smtlib(public.read_text(), str(public)), "public", 20_000_000)
+        o = smt.check(AgentState(t), Action("logic: BV\nrlimit: 20000000"))
+        note("smt", "time", "public BV file (34k rlimit)", True, smt._checks)
+    for probe in sat_hostile.TEXTS:
+        fam = tmp / "hostile" / probe.name
+        fam.mkdir(parents=True)
+        (fam / "x.cnf").write_text(probe.build(1.0))
+        report = LoadReport()
+        tasks = load_satlib_tasks(root=fam, report=report)
+        ok = (not tasks and len(report.refused) == 1) if probe.expect == "refused" else len(tasks) == 1
+        if tasks:
+            sat.check(AgentState(tasks[0]), Action(tasks[0].reference))
+        note("sat", probe.klass, probe.name, ok, sat._checks)
+    for kind in sat_hostile.SPECIAL_FILES:
+        fam = tmp / "special" / kind
+        fam.mkdir(parents=True)
+        sat_hostile.make_special(kind, fam)
+        report = LoadReport()
+        ok = load_satlib_tasks(root=fam.parent, families=[kind], report=report) == []
+        note("sat", "special-file", kind, ok, sat._checks)
+    hard = tmp / "hard.cnf"
+    hard.write_text(sat_hostile.hard_instance())
+    t = satlib_task(cached_cnf(str(hard)), "hard", hard, 10_000_000)
+    o = sat.check(AgentState(t), Action("solver: minisat22\nbudget: 10000000"))
+    note("sat", "time", "random 3-SAT n=350 (10M conflicts)", o.status == "timeout", sat._checks)
+    for key in sorted(tried):
+        print(f"  {key:<22} tried {tried[key]:>3}  contained {held[key]:>3}")
+    for domain, (wall, peak, name) in worst.items():
+        print(
+            f"  worst single {domain.upper()} check: {wall:.2f} s wall ({name}); peak worker memory {peak:.0f} MB"
+        )
+    smt.close()
+    sat.close()
 
 
-def smtlib_label(t: Task) -> str:
-    return str(t.meta["status"])
+# -- 3. isolation cost -----------------------------------------------------------------------------
+def paired(items: Sequence[Task], a: Any, b: Any, repeats: int) -> tuple[float, float]:
+    """Total best-of-`repeats` time per item of evaluator `a` and `b`, interleaved item by item."""
+    best_a = [float("inf")] * len(items)
+    best_b = [float("inf")] * len(items)
+    for _ in range(repeats):
+        for i, t in enumerate(items):
+            t0 = time.perf_counter()
+            a.check(AgentState(t), Action(t.reference))
+            t1 = time.perf_counter()
+            b.check(AgentState(t), Action(t.reference))
+            t2 = time.perf_counter()
+            best_a[i], best_b[i] = min(best_a[i], t1 - t0), min(best_b[i], t2 - t1)
+    return sum(best_a), sum(best_b)
 
 
-# -- 3. simulated LLM ------------------------------------------------------------------------------
-def draft_rates(bench: str, limit: int | None) -> None:
-    from cm_gym.llm.simulated import SimulatedLLM
+def section_isolation(repeats: int) -> None:
+    print(
+        "\n3. Cost of isolation: checks in the killable worker vs the same checks in-process (best of",
+        repeats,
+        ")",
+    )
+    sets: list[tuple[str, Any, Any, list[Task]]] = [
+        ("SAT encoding", SatEvaluator, {}, list(get_benchmark("SAT").load_tasks())[::10]),
+        ("SATLIB uf50-218", SatEvaluator, {}, load_satlib_tasks(families=["uf50-218"], limit=60)),
+        ("SATLIB flat100-239", SatEvaluator, {}, load_satlib_tasks(families=["flat100-239"], limit=30)),
+        ("SMT encoding", SmtEvaluator, {}, list(get_benchmark("SMT").load_tasks())[::10]),
+        ("SMTLIB QF_LRA", SmtEvaluator, {}, load_smtlib_tasks(logics=["QF_LRA"], limit=30)),
+        ("SMTLIB QF_BV", SmtEvaluator, {}, load_smtlib_tasks(logics=["QF_BV"], limit=30)),
+    ]
+    for label, cls, kw, tasks in sets:
+        isolated, inline = cls(**kw), cls(isolated=False, **kw)
+        for t in tasks[:3]:  # warm both (worker start, caches)
+            isolated.check(AgentState(t), Action(t.reference))
+            inline.check(AgentState(t), Action(t.reference))
+        ours, base = paired(tasks, isolated, inline, repeats)
+        n = len(tasks)
+        print(
+            f"  {label:<20} n={n:<4} isolated {1e3 * ours / n:7.2f} ms  in-process {1e3 * base / n:7.2f} ms  "
+            f"ratio {ours / base:5.2f}x  (+{1e3 * (ours - base) / n:.2f} ms/check)"
+        )
+        isolated.close()
 
-    spec = get_benchmark(bench)
-    tasks = list(spec.load_tasks(limit=limit)) if "LIB" in bench else list(spec.load_tasks())
-    domain = get_domain(spec.domain().name)
-    agent = BaseAgent(SimulatedLLM(seed=0), domain, domain.make_evaluator())
-    fails: collections.Counter[str] = collections.Counter()
-    seen: collections.Counter[str] = collections.Counter()
-    for t in tasks:
-        seen[t.family] += 1
-        fails[t.family] += int(not agent.decide(AgentState(t)).outcome.solved)
-    rate = sum(fails.values()) / max(1, len(tasks))
-    parts = ", ".join(f"{f} {fails[f] / seen[f]:.2f}" for f in sorted(seen))
-    print(f"  {bench:<7} n={len(tasks):<5} first-draft failure rate {rate:.2f}  ({parts})")
+
+FOLDERS = [
+    "sat/uf20-91", "sat/uf50-218", "sat/uuf50-218", "sat/flat30-60", "sat/flat100-239",
+    "smt/QF_LIA", "smt/QF_LRA", "smt/QF_BV", "smt/AUFLIA", "smt/LRA", "smt/BV", "smt/QF_NRA",
+]  # fmt: skip
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument(
-        "--limit", type=int, default=None, help="files per SATLIB family / SMT-LIB logic (default all)"
-    )
-    ap.add_argument(
-        "--sample", type=int, default=100, help="real-data instances per kind for the throughput runs"
-    )
+    ap.add_argument("--folders", nargs="+", default=FOLDERS, help="kind/folder under the data root")
+    ap.add_argument("--limit", type=int, default=None, help="check at most N tasks per folder")
+    ap.add_argument("--sections", nargs="+", type=int, default=[1, 2, 3])
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--no-rates", action="store_true", help="skip the simulated-LLM draft rates")
     args = ap.parse_args()
+    if 1 in args.sections:
+        section_folders(args.folders, args.limit)
+    if 2 in args.sections:
+        import tempfile
 
-    print(
-        f"1. World-model throughput (best of {args.repeats} runs; ratio = evaluator time / direct solver time)"
-    )
-    sat_tasks = list(get_benchmark("SAT").load_tasks())
-    smt_tasks = list(get_benchmark("SMT").load_tasks())
-    satlib = list(get_benchmark("SATLIB").load_tasks(limit=max(1, args.sample // 5)))
-    smtlib = list(
-        get_benchmark("SMTLIB").load_tasks(logics=["QF_LRA", "QF_BV"], limit=max(1, args.sample // 2))
-    )
-    bench_sat_encoding(sat_tasks, args.repeats)
-    bench_sat_solver(satlib, args.repeats)
-    bench_smt_encoding(smt_tasks, args.repeats)
-    bench_smt_solver(smtlib, args.repeats)
-
-    print("\n2. Shared data: instances read and labels reproduced by the reference configuration")
-    reproduce("SATLIB", args.limit, satlib_label)
-    reproduce("SMTLIB", args.limit, smtlib_label)
-
-    if not args.no_rates:
-        print("\n3. Simulated LLM (seed 0): first-draft failure rates")
-        for bench in ("SAT", "SATLIB", "SMT", "SMTLIB"):
-            draft_rates(bench, args.limit if args.limit is not None else 100)
+        with tempfile.TemporaryDirectory(prefix="cm_gym_bench_") as tmp:
+            section_probes(Path(tmp))
+    if 3 in args.sections:
+        section_isolation(args.repeats)
 
 
 if __name__ == "__main__":

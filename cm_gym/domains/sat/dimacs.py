@@ -23,7 +23,7 @@ from cm_gym.paths import DataFileError, read_data_file
 MAX_FILE_BYTES = 20_000_000
 MAX_VARS = 2_000_000
 #: literals after removing repeats (each costs the solver memory; SATLIB instances have < 10^4)
-MAX_LITERALS = 4_000_000
+MAX_LITERALS = 3_000_000
 
 _HEADER = re.compile(r"p\s+cnf\s+(\d+)\s+(\d+)\s*")
 

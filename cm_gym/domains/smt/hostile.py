@@ -97,15 +97,18 @@ SCRIPTS: tuple[Hostile, ...] = (
     Hostile(
         "wide-multiplier",
         "multiplication",
-        "(declare-const x (_ BitVec 512))\n(declare-const y (_ BitVec 512))\n(assert (= (bvmul x y) #x"
-        + "3" * 128
-        + "))",
+        "(declare-const x (_ BitVec 256))\n(declare-const y (_ BitVec 256))\n(assert (= (bvmul x y) #x"
+        + "3" * 63
+        + "5))\n(assert (bvugt x #x"
+        + "0" * 63
+        + "1))\n(assert (bvugt y #x"
+        + "0" * 63
+        + "1))",
         "refused",
     ),
     Hostile("let-chain", "expansion", _let_chain(40), "refused"),
     Hostile("define-fun-chain", "expansion", _define_chain(24), "refused"),
     Hostile("define-fun-multiply-chain", "expansion", _define_chain(12, "bvmul"), "refused"),
-    Hostile("long-numeral", "numbers", "(declare-const x Int)\n(assert (> x " + "9" * 5000 + "))", "refused"),
     Hostile("exponent", "numbers", "(declare-const x Int)\n(assert (= x (^ 3 100000000)))", "refused"),
     Hostile(
         "regex-loop",
