@@ -86,8 +86,10 @@ class Outcome:
     """What the world model says about one action. `score` is U(o) in [0, 1].
 
     `status` is "ok" when the check completed; otherwise one of "error" (the action is malformed or
-    raised), "refused" (the sandbox denied it), "timeout" / "budget" (a limit was hit). A refused or
-    failed check is still an Outcome with score 0 and a `reason`, never an exception.
+    raised), "refused" (the sandbox denied it), "timeout" / "budget" (a limit was hit),
+    "undecided" (the answer could neither be verified nor refuted, e.g. a quantified assertion under
+    a model) or "unevaluable" (the task itself cannot be judged, e.g. its reference is beyond a cap).
+    A refused or failed check is still an Outcome with score 0 and a `reason`, never an exception.
     """
 
     score: float

@@ -13,10 +13,11 @@ import pytest
 import cm_gym
 from cm_gym.cli import main
 from cm_gym.datacheck import check_dataset
-from cm_gym.memory.defaults import default_snapshot
+from cm_gym.memory.defaults import DEFAULT_SPLIT_SEED, default_snapshot
 from cm_gym.memory.store import RecordStore
 from cm_gym.protocol import ProtocolConfig, prepare
 from cm_gym.registry import DataRootError, get_benchmark
+from cm_gym.splits import make_split
 
 QF_NRA = """(set-logic QF_NRA)
 (set-info :status {status})
@@ -90,8 +91,10 @@ def test_the_default_store_is_keyed_by_task_content(tmp_path: Path) -> None:
     data = nra_folder(tmp_path / "nra")
     first = default_snapshot("SMTLIB", data=data)
     assert default_snapshot("SMTLIB", data=data) == first
-    edited = data / "sat" / "nra_0.smt2"  # same file name, so the same task id: other content
-    edited.write_text(edited.read_text().replace("(= (* x y) 2)", "(= (* x y) 7)"))
+    tasks = get_benchmark("SMTLIB").load(data)
+    build = make_split(tasks, seed=DEFAULT_SPLIT_SEED).build  # the tasks the store is built from
+    edited = Path(next(t.meta["path"] for t in tasks if t.task_id == build[0]))
+    edited.write_text(edited.read_text().replace("(> x 1)", "(> x 1.5)"))  # same file, same id
     assert default_snapshot("SMTLIB", data=data) != first
 
 

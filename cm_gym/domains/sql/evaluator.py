@@ -162,7 +162,7 @@ class SQLEvaluator:
             logger.exception("reference evaluation crashed for %s", task.task_id)
             return _fail("error", f"reference evaluation failed: {err}")
         if ref.result is None:
-            return _fail("error", f"the task's reference query cannot be evaluated ({ref.error})")
+            return _fail("unevaluable", f"the task's reference query cannot be evaluated ({ref.error})")
         try:
             result, status, reason = self.run(path, sql, immutable=immutable)
         except Exception as err:  # noqa: BLE001
