@@ -23,12 +23,15 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cm_gym.paths import cache_dir
+from cm_gym.types import Action, AgentState, Task
 
 logger = logging.getLogger(__name__)
 
 CALIBRATION_VERSION = 1
+BATCH = 64
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,20 @@ class Calibration:
             f"allowance {self.allowance} {unit} ({how}); the reference decides {kept} of "
             f"{len(self.probes)} instance(s) within it"
         )
+
+
+def probe_references(evaluator: Any, tasks: Sequence[Task], used_key: str) -> list[Probe]:
+    """Check each task's reference with `evaluator` (the world model itself, `check_batch`):
+    decided when solved; the resources used are ``outcome.details[used_key]``."""
+    out = []
+    for outcome in evaluator.check_batch([(AgentState(t), Action(t.reference)) for t in tasks]):
+        used = int(outcome.details.get(used_key, 0) or 0)
+        verdict = str(outcome.details.get("verdict", ""))
+        why = (
+            "" if outcome.solved else f"the reference does not decide it ({outcome.status}: {outcome.reason})"
+        )
+        out.append(Probe(outcome.solved, used, verdict, why))
+    return out
 
 
 def digest_text(text: str) -> str:
@@ -152,7 +169,7 @@ class ProbeCache:
 def calibrate(
     family: str,
     instances: Sequence[Instance],
-    run: Callable[[Instance, int], Probe],
+    run: Callable[[list[Instance], int], list[Probe]],
     cache: ProbeCache,
     *,
     declared: int | None,
@@ -162,7 +179,9 @@ def calibrate(
     ceiling: int,
     unit: str,
 ) -> Calibration:
-    """The family's allowance and every instance's probe (see the module docstring)."""
+    """The family's allowance and every instance's probe (see the module docstring). `run`
+    probes a batch of instances at a budget (batches of `BATCH`, so a worker round trip is paid
+    once per batch, not per instance)."""
     budget = declared if declared is not None else cap
     probes: dict[str, Probe] = {}
     todo = [inst for inst in instances if cache.get(inst.digest, budget) is None]
@@ -173,14 +192,14 @@ def calibrate(
         bar = tqdm(total=len(todo), desc=f"probing {family}", unit="file", disable=None, leave=False)
         logger.info("probing the reference on %d %s instance(s) (cached afterwards)", len(todo), family)
     try:
-        for inst in instances:
-            probe = cache.get(inst.digest, budget)
-            if probe is None:
-                probe = run(inst, budget)
+        for start in range(0, len(todo), BATCH):
+            batch = todo[start : start + BATCH]
+            for inst, probe in zip(batch, run(batch, budget), strict=True):
                 cache.put(inst.digest, budget, probe)
-                if bar is not None:
-                    bar.update(1)
-            probes[inst.name] = probe
+            if bar is not None:
+                bar.update(len(batch))
+        for inst in instances:
+            probes[inst.name] = cache.get(inst.digest, budget) or Probe(False, 0, reason="not probed")
     finally:
         if bar is not None:
             bar.close()

@@ -7,13 +7,13 @@ data. The parent never raises: a deadline gives an Outcome with status "timeout"
 "budget", a crash "error"; the worker is restarted on the next check.
 
 A domain's *engine module* (e.g. ``cm_gym.domains.smt.engine``) defines
-``check(config: dict, task: dict, text: str) -> dict`` that builds its evaluator with
-``isolated=False`` from `config`, checks, and returns `outcome_to_plain(outcome)`.
+``check(config: dict, task: dict, text: str) -> dict``, usually ``check_here(Evaluator, ...)``:
+the evaluator built with ``isolated=False`` checks in the worker and the Outcome comes back plain.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cm_gym.types import Outcome, Task
@@ -60,6 +60,28 @@ def outcome_from_plain(value: Any) -> Outcome:
         return Outcome(0.0, False, reason, "error", reason)
 
 
+_HERE: dict[tuple[Any, ...], Any] = {}
+
+
+def check_here(
+    make: Callable[..., Any], config: Mapping[str, Any], task: Mapping[str, Any], text: str
+) -> dict:
+    """The worker side of a domain engine's ``check``: `make(**config, isolated=False)` (built once
+    per configuration, so its caches live as long as the worker) checks `text` for `task`."""
+    key = (make, tuple(sorted(config.items())))
+    evaluator = _HERE.get(key)
+    if evaluator is None:
+        evaluator = _HERE[key] = make(**config, isolated=False)
+    return outcome_to_plain(evaluator.check_here(Task(**task), text))
+
+
+def check_many_here(
+    make: Callable[..., Any], config: Mapping[str, Any], items: list[tuple[Mapping[str, Any], str]]
+) -> list[dict]:
+    """`check_here` for a batch of (task, text) pairs in one worker call."""
+    return [check_here(make, config, task, text) for task, text in items]
+
+
 class IsolatedChecks:
     """A domain engine's `check` in one reused worker: `time_limit_s` of wall clock and
     `memory_mb` of memory (beyond the worker's start-up size) per check."""
@@ -104,6 +126,16 @@ class IsolatedChecks:
         return Outcome(
             0.0, False, reason, res.status if res.status in ("timeout", "budget") else "error", reason
         )
+
+    def check_many(self, items: list[tuple[Task, str]]) -> list[Outcome]:
+        """Outcomes for many (task, text) pairs in one worker call when the whole batch ends
+        within one check's bounds; otherwise (or on any failure) one bounded call per pair."""
+        if len(items) > 1:
+            payload = [(task_to_plain(task), text) for task, text in items]
+            res = self._get_worker().call("check_many", self.config, payload, timeout=self.time_limit_s)
+            if res.ok and isinstance(res.value, list) and len(res.value) == len(items):
+                return [outcome_from_plain(v) for v in res.value]
+        return [self.check(task, text) for task, text in items]
 
     def close(self) -> None:
         """Stop the worker process (the next check starts a new one)."""

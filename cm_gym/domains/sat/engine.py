@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from cm_gym.domains.isolated import outcome_to_plain
+from cm_gym.domains.isolated import check_here, check_many_here
 from cm_gym.domains.sat.evaluator import SatEvaluator
-from cm_gym.types import Task
-
-_EVALUATORS: dict[tuple[tuple[str, Any], ...], SatEvaluator] = {}
 
 
 def check(config: dict[str, Any], task: dict[str, Any], text: str) -> dict[str, Any]:
     """Check `text` for `task` with an in-process evaluator built from `config`."""
-    key = tuple(sorted(config.items()))
-    evaluator = _EVALUATORS.get(key)
-    if evaluator is None:
-        evaluator = _EVALUATORS[key] = SatEvaluator(**config, isolated=False)
-    return outcome_to_plain(evaluator.check_here(Task(**task), text))
+    return check_here(SatEvaluator, config, task, text)
+
+
+def check_many(config: dict[str, Any], items: list[tuple[dict[str, Any], str]]) -> list[dict[str, Any]]:
+    """`check` for a batch of (task, text) pairs."""
+    return check_many_here(SatEvaluator, config, items)

@@ -26,12 +26,21 @@ from typing import Any
 import pysat
 
 from cm_gym.domains.base import LoadReport, refused_message
-from cm_gym.domains.calibration import Calibration, Instance, Probe, ProbeCache, calibrate, digest_text
+from cm_gym.domains.calibration import (
+    Calibration,
+    Instance,
+    Probe,
+    ProbeCache,
+    calibrate,
+    digest_text,
+    probe_references,
+)
 from cm_gym.domains.sat.dimacs import Cnf, parse_dimacs, read_dimacs_text
 from cm_gym.domains.sat.errors import DimacsError
+from cm_gym.domains.sat.evaluator import TIME_LIMIT_S
 from cm_gym.domains.sat.solver import MAX_BUDGET, SolverConfig
 from cm_gym.paths import data_root
-from cm_gym.types import Action, AgentState, Task
+from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
 
@@ -141,16 +150,10 @@ def _probe_evaluator() -> Any:
     return SatEvaluator()
 
 
-def _probe(parsed: _Parsed, fam: str, budget: int) -> Probe:
+def _probe(items: list[_Parsed], fam: str, budget: int) -> list[Probe]:
     """The reference configuration checked by the world model at `budget` conflicts."""
-    task = satlib_task(parsed.cnf, fam, parsed.path, budget)
-    outcome = _probe_evaluator().check(AgentState(task), Action(task.reference))
-    used = int(outcome.details.get("conflicts", 0) or 0)
-    verdict = str(outcome.details.get("verdict", ""))
-    reason = (
-        "" if outcome.solved else f"the reference does not decide it ({outcome.status}: {outcome.reason})"
-    )
-    return Probe(outcome.solved, used, verdict, reason)
+    tasks = [satlib_task(item.cnf, fam, item.path, budget) for item in items]
+    return probe_references(_probe_evaluator(), tasks, "conflicts")
 
 
 def _read_family(files: Sequence[Path], root: Path, refused: list[tuple[str, str]]) -> list[_Parsed]:
@@ -199,7 +202,8 @@ def load_satlib_tasks(
         raise DimacsError(refused_message(refused, "DIMACS"))
     if report is not None:
         report.refused.extend(refused)
-    cache = ProbeCache("sat-" + REFERENCE_SOLVER, f"python-sat {pysat.__version__}")
+    # a probe stopped by the wall-clock bound is cached too: the bound is part of the key
+    cache = ProbeCache("sat-" + REFERENCE_SOLVER, f"python-sat {pysat.__version__} {TIME_LIMIT_S}s")
     tasks: list[Task] = []
     for fam, items in parsed.items():
         tasks.extend(_family_tasks(fam, items, cache, report))
@@ -213,7 +217,7 @@ def _family_tasks(fam: str, items: list[_Parsed], cache: ProbeCache, report: Loa
     calibration: Calibration = calibrate(
         fam,
         [Instance(str(item.path), item.digest) for item in items],
-        lambda inst, budget: _probe(by_name[inst.name], fam, budget),
+        lambda batch, budget: _probe([by_name[inst.name] for inst in batch], fam, budget),
         cache,
         declared=info.allowance if info else None,
         cap=CALIBRATION_CAP,

@@ -14,7 +14,7 @@ one that cannot be decided gives status "undecided" — neither solved nor "fals
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import z3
@@ -88,6 +88,16 @@ class SmtEvaluator:
     def close(self) -> None:
         """Stop the checking worker (the next check starts a new one)."""
         self._checks.close()
+
+    def check_batch(self, pairs: Sequence[tuple[AgentState, Action]]) -> list[Outcome]:
+        """`check` for many (state, action) pairs, in one worker round trip where the batch ends
+        within one check's bounds (each pair is checked alone otherwise): for loaders probing
+        every reference of a folder."""
+        self.calls += len(pairs)
+        items = [(state.task, action.text) for state, action in pairs]
+        if self.isolated:
+            return self._checks.check_many(items)
+        return [self.check_here(task, text) for task, text in items]
 
     def check(self, state: AgentState, action: Action) -> Outcome:
         """Score `action` for `state.task` (never raises; never mutates the state)."""

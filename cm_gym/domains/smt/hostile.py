@@ -87,13 +87,6 @@ SCRIPTS: tuple[Hostile, ...] = (
     ),
     Hostile("bvN-literal", "bit-width", _BV8 + "(assert (= ((_ extract 7 0) (_ bv1 100000)) x))", "refused"),
     Hostile("hex-literal", "bit-width", _BV8 + f"(assert (= ((_ extract 7 0) #x{'f' * 1000}) x))", "refused"),
-    Hostile("wide-sort", "bit-width", "(declare-const x (_ BitVec 1000000))\n(assert (= x x))", "refused"),
-    Hostile(
-        "fp-sort",
-        "bit-width",
-        "(declare-const f (_ FloatingPoint 64 100000))\n(assert (fp.isNaN f))",
-        "refused",
-    ),
     Hostile(
         "wide-multiplier",
         "multiplication",

@@ -31,13 +31,22 @@ from typing import Any
 import z3
 
 from cm_gym.domains.base import LoadReport, refused_message
-from cm_gym.domains.calibration import Calibration, Instance, Probe, ProbeCache, calibrate, digest_text
+from cm_gym.domains.calibration import (
+    Calibration,
+    Instance,
+    Probe,
+    ProbeCache,
+    calibrate,
+    digest_text,
+    probe_references,
+)
 from cm_gym.domains.smt.errors import SmtLibError
+from cm_gym.domains.smt.evaluator import TIME_LIMIT_S
 from cm_gym.domains.smt.logics import is_logic_name
 from cm_gym.domains.smt.smtlib import SmtFile, parse_smtlib, read_smtlib_text
 from cm_gym.domains.smt.solver import MAX_RLIMIT, SmtConfig
 from cm_gym.paths import data_root
-from cm_gym.types import Action, AgentState, Task
+from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
 
@@ -190,16 +199,10 @@ def _probe_evaluator() -> Any:
     return SmtEvaluator()
 
 
-def _probe(item: _Parsed, budget: int) -> Probe:
+def _probe(items: list[_Parsed], budget: int) -> list[Probe]:
     """The reference configuration checked by the world model at `budget` rlimit units."""
-    task = smtlib_task(item.info, "probe", budget)
-    outcome = _probe_evaluator().check(AgentState(task), Action(task.reference))
-    used = int(outcome.details.get("rlimit_used", 0) or 0)
-    verdict = str(outcome.details.get("verdict", ""))
-    reason = (
-        "" if outcome.solved else f"the reference does not decide it ({outcome.status}: {outcome.reason})"
-    )
-    return Probe(outcome.solved, used, verdict, reason)
+    tasks = [smtlib_task(item.info, "probe", budget) for item in items]
+    return probe_references(_probe_evaluator(), tasks, "rlimit_used")
 
 
 def load_smtlib_tasks(
@@ -233,7 +236,8 @@ def load_smtlib_tasks(
     for item in parsed:
         if not chosen or item.info.logic in chosen:
             by_logic[item.info.logic].append(item)
-    cache = ProbeCache("smt-reference", f"z3 {z3.get_version_string()}")
+    # a probe stopped by the wall-clock bound is cached too: the bound is part of the key
+    cache = ProbeCache("smt-reference", f"z3 {z3.get_version_string()} {TIME_LIMIT_S}s")
     stems = collections.Counter(item.path.stem for item in parsed)
     tasks: list[Task] = []
     for logic in sorted(by_logic):
@@ -245,7 +249,7 @@ def load_smtlib_tasks(
             calibration = calibrate(
                 logic,
                 [Instance(name, item.digest) for name, item in named.items()],
-                lambda inst, budget, named=named: _probe(named[inst.name], budget),
+                lambda batch, budget, named=named: _probe([named[inst.name] for inst in batch], budget),
                 cache,
                 declared=ALLOWANCE.get(logic),
                 cap=CALIBRATION_CAP,
