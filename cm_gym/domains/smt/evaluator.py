@@ -89,6 +89,11 @@ class SmtEvaluator:
         """Stop the checking worker (the next check starts a new one)."""
         self._checks.close()
 
+    def check_many(self, state: AgentState, actions: Sequence[Action]) -> list[Outcome]:
+        """The optional `Evaluator` batch: independent actions from one state (construction's
+        alternatives), in one worker round trip when they all end within one check's bounds."""
+        return self.check_batch([(state, action) for action in actions])
+
     def check_batch(self, pairs: Sequence[tuple[AgentState, Action]]) -> list[Outcome]:
         """`check` for many (state, action) pairs, in one worker round trip where the batch ends
         within one check's bounds (each pair is checked alone otherwise): for loaders probing

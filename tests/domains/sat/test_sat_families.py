@@ -18,7 +18,7 @@ from cm_gym.domains.sat.errors import DimacsError
 from cm_gym.domains.sat.evaluator import SatEvaluator
 from cm_gym.domains.sat.satlib import load_satlib_tasks
 from cm_gym.domains.sat.solver import SolverConfig, solve
-from cm_gym.types import Action, AgentState
+from cm_gym.types import Action, AgentState, check_all
 
 # pigeonhole: 4 pigeons into 3 holes (UNSAT, needs a few conflicts), and a satisfiable formula
 PHP43 = "p cnf 12 22\n1 2 3 0\n4 5 6 0\n7 8 9 0\n10 11 12 0\n" + "".join(
@@ -133,3 +133,23 @@ def test_duplicate_clauses_and_literals_are_removed(tmp_path: Path) -> None:
     (task,) = load_satlib_tasks(root=tmp_path)
     assert task.features["n_clauses"] == 1
     assert SatEvaluator().check(AgentState(task), Action(task.reference)).solved
+
+
+def test_a_batch_of_actions_scores_like_one_check_each(tmp_path: Path) -> None:
+    write(tmp_path, "fam/php43.cnf", PHP43)
+    (task,) = load_satlib_tasks(root=tmp_path)
+    allowance = task.features["max_budget"]
+    actions = [
+        Action(task.reference),
+        Action(f"solver: minisat22\nbudget: {allowance + 1}"),  # refused: over the allowance
+        Action("solver: maplechrono\nbudget: 1"),  # budget
+        Action("not a configuration"),  # error
+    ]
+    evaluator = SatEvaluator()
+    one_by_one = [evaluator.check(AgentState(task), a) for a in actions]
+    batched = check_all(evaluator, AgentState(task), actions)  # uses SatEvaluator.check_many
+    assert [(o.status, o.solved, o.reason) for o in batched] == [
+        (o.status, o.solved, o.reason) for o in one_by_one
+    ]
+    assert [o.status for o in batched] == ["ok", "refused", "budget", "error"]
+    evaluator.close()
