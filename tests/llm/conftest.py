@@ -9,8 +9,10 @@ not blanked — so a test can prove the simulated LLM never lets revision read t
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from http.server import HTTPServer
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -143,3 +145,22 @@ def toy() -> list[Task]:
 @pytest.fixture(scope="session")
 def toy_lookup(toy: list[Task]) -> dict[str, Task]:
     return {t.task_id: t for t in toy}
+
+
+S = TypeVar("S", bound=HTTPServer)
+
+
+@pytest.fixture()
+def http_servers() -> Iterator[Callable[[S], S]]:
+    """``start(server)``: serve a bound stdlib HTTP server in a daemon thread until the test ends."""
+    servers: list[HTTPServer] = []
+
+    def start(server: S) -> S:
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()

@@ -12,7 +12,6 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -81,19 +80,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture()
-def serve() -> Iterator[Any]:
-    servers: list[Counting] = []
-
-    def start(**kw: Any) -> Counting:
-        server = Counting(**kw)
-        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+def serve(http_servers: Any) -> Any:
+    return lambda **kw: http_servers(Counting(**kw))
 
 
 def _llm(server: Counting, path: Path, **kw: Any) -> CachedLLM:

@@ -194,19 +194,8 @@ class _ScriptedHandler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture()
-def scripted() -> Iterator[Any]:
-    servers: list[Scripted] = []
-
-    def start(*script: tuple[int, Any, dict[str, str]]) -> Scripted:
-        server = Scripted(list(script))
-        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+def scripted(http_servers: Any) -> Any:
+    return lambda *script: http_servers(Scripted(list(script)))
 
 
 _ERR = {"error": {"message": "boom", "type": "server_error"}}
