@@ -24,23 +24,13 @@ import numpy as np
 
 from cm_gym.agent import BaseAgent, Cost
 from cm_gym.llm.batch import FetchStats, PendingCall, RecordingLLM, fetch_all
-from cm_gym.llm.cached import CachedLLM, CallRequest
+from cm_gym.llm.cached import CachedLLM, CallRequest, cached_llm_of
 from cm_gym.llm.errors import LLMError
 from cm_gym.types import Action, AgentState, Outcome, Task
 
 logger = logging.getLogger(__name__)
 
 Item = TypeVar("Item")
-
-
-def cached_llm_of(llm: Any) -> CachedLLM | None:
-    """The `CachedLLM` under `llm` (through timing wrappers), if it has a writable cache."""
-    seen = 0
-    while llm is not None and seen < 8:
-        if isinstance(llm, CachedLLM):
-            return llm if llm.cache.mode == "rw" and llm.cache.writable else None
-        llm, seen = getattr(llm, "inner", None), seen + 1
-    return None
 
 
 def drive(

@@ -368,7 +368,7 @@ class _EpisodePrefetch:
 
     def __init__(self, cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, llm: Any) -> None:
         from cm_gym.llm.batch import RecordingLLM
-        from cm_gym.prefetch import cached_llm_of
+        from cm_gym.llm.cached import cached_llm_of
 
         self.cached = cached_llm_of(llm) if cfg.concurrency > 1 else None
         self.cfg, self.task_ids, self.env = cfg, prepared.split.eval, None

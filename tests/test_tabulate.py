@@ -114,3 +114,39 @@ def test_evaluation_prefetch_changes_no_result(server: LLMServer, tmp_path: Path
         out[concurrency] = _results(tmp_path / str(concurrency))
     assert out[8]["policies"] == out[1]["policies"]
     assert out[8]["llm"]["live_calls"] >= out[1]["llm"]["live_calls"] > 0  # a random policy may fetch extra
+
+
+def test_construction_prefetch_changes_no_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Construction fetches the first drafts and each decision's DISTIL_RECORD calls at once (a
+    cached LLM); the memory it builds is the memory of the plain sequential build."""
+    from cm_gym.llm.cache import ResponseCache
+    from cm_gym.llm.cached import CachedLLM
+    from cm_gym.memory.construction import build_memory
+    from cm_gym.memory.store import RecordStore
+    from cm_gym.prefetch import prefetch_first_drafts
+    from cm_gym.registry import get_benchmark, get_domain
+
+    spec = get_benchmark("SAT")  # SAT decisions often have several improving alternatives
+    domain = get_domain(spec.domain_name)
+    tasks = list(spec.load_tasks())[:30]
+    lookup = {t.task_id: t for t in tasks}
+    prefetched: list[str] = []
+    real_prefetch = CachedLLM.prefetch
+
+    def spy(self: CachedLLM, calls: Any) -> int:
+        calls = list(calls)
+        prefetched.extend(template for template, _ in calls)
+        return real_prefetch(self, calls)
+
+    monkeypatch.setattr(CachedLLM, "prefetch", spy)
+    records = {}
+    for name, cached in (("plain", False), ("prefetched", True)):
+        llm: Any = SimulatedLLM(seed=0, task_lookup=lookup)
+        if cached:
+            llm = CachedLLM(llm, ResponseCache(tmp_path / "c.sqlite", "rw"), concurrency=4)
+            assert prefetch_first_drafts(llm, domain, tasks, "react").calls == len(tasks)
+        with RecordStore(tmp_path / f"{name}.sqlite", domain=domain.name, benchmark=spec.name) as store:
+            build_memory(domain, tasks, store, llm, domain.make_evaluator())
+            records[name] = [(r.record_id, r.situation, r.condition, r.a_plus, r.u) for r in store.records]
+    assert records["prefetched"] == records["plain"] and records["plain"]
+    assert "DISTIL_RECORD" in prefetched  # some decision had several improved alternatives

@@ -39,6 +39,18 @@ def backend_identity(llm: LLM) -> dict[str, Any]:
     return {"backend": type(llm).__qualname__, "name": getattr(llm, "name", "")}
 
 
+def cached_llm_of(llm: Any) -> CachedLLM | None:
+    """The `CachedLLM` under `llm` (through wrappers that keep it as ``.inner``), if its cache can
+    be written: where `prefetch` can fill the cache ahead of the calls."""
+    for _ in range(8):
+        if isinstance(llm, CachedLLM):
+            return llm if llm.cache.mode == "rw" and llm.cache.writable else None
+        llm = getattr(llm, "inner", None)
+        if llm is None:
+            return None
+    return None
+
+
 @dataclass(frozen=True)
 class CallRequest:
     """One LLM call as the cache sees it: its key, the rendered messages, and the fields it came

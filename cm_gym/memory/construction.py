@@ -21,12 +21,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from cm_gym.agent import BaseAgent, Cost, reuse_label
 from cm_gym.domains.base import Domain
-from cm_gym.llm.base import LLM
+from cm_gym.llm.base import DISTIL_RECORD, LLM
+from cm_gym.llm.cached import cached_llm_of
+from cm_gym.llm.errors import FATAL_LLM_ERRORS
 from cm_gym.memory.admission import AdmissionWeights, decide_admission
 from cm_gym.memory.alternatives import AlternativeGenerator, AlternativesParser
 from cm_gym.memory.distill import Distiller, DistilParser
@@ -35,7 +38,17 @@ from cm_gym.memory.retention import RETENTION_POLICIES, RetentionWeights, choose
 from cm_gym.memory.retrieval import Retriever, record_view
 from cm_gym.memory.store import RecordStore
 from cm_gym.memory.summary import BuildSummary, TimedEvaluator, TimedLLM, Timer
-from cm_gym.types import TRUNCATION, Action, AgentState, Evaluator, Outcome, Task, check_all, truncate
+from cm_gym.types import (
+    TRUNCATION,
+    Action,
+    AgentState,
+    CmGymError,
+    Evaluator,
+    Outcome,
+    Task,
+    check_all,
+    truncate,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -181,6 +194,7 @@ class _Builder:
             alternatives = alternatives[:allowed]
             # independent checks from the same state: an evaluator with check_many runs them in parallel
             outcomes = check_all(self.evaluator, state, [Action(alt.text) for alt in alternatives])
+            self._prefetch_distils(state, action, outcome, [alt.text for alt in alternatives], outcomes)
             for alt, o2 in zip(alternatives, outcomes, strict=True):
                 cost.evaluator_calls += 1
                 cost.failures += int(not o2.solved)
@@ -196,6 +210,44 @@ class _Builder:
         finally:
             self.summary.add_verification(cost)
 
+    @staticmethod
+    def _evidence(o: Outcome, o2: Outcome) -> dict[str, Any]:
+        """The evidence e of a verified contrast: both scores and both feedbacks."""
+        return {
+            "score_minus": float(o.score),
+            "score_plus": float(o2.score),
+            "feedback_minus": truncate(o.feedback, TRUNCATION["feedback"]),
+            "feedback_plus": truncate(o2.feedback, TRUNCATION["feedback"]),
+        }
+
+    def _prefetch_distils(
+        self, state: AgentState, a_minus: str, o: Outcome, plus: list[str], outcomes: list[Outcome]
+    ) -> None:
+        """With a real LLM behind a writable cache: the DISTIL_RECORD calls of every improved
+        alternative of this decision are independent, so fetch them at once; `_consider` then
+        replays them in order (nothing else changes). A failure here only loses the head start."""
+        cached = cached_llm_of(self.llm)
+        if cached is None:
+            return
+        calls = [
+            (
+                DISTIL_RECORD,
+                self.distiller.fields(
+                    state, a_minus, a_plus, evidence_text(self._evidence(o, o2)), agent_kind=self.agent_kind
+                ),
+            )
+            for a_plus, o2 in zip(plus, outcomes, strict=True)
+            if o2.completed and o2.score - o.score > self.cfg.epsilon_adm
+        ]
+        if len(calls) < 2:
+            return
+        try:
+            cached.prefetch(calls)
+        except FATAL_LLM_ERRORS:
+            raise
+        except CmGymError as exc:
+            logger.warning("prefetching DISTIL_RECORD calls on %s failed (%s)", state.task.task_id, exc)
+
     def _consider(
         self, state: AgentState, a_minus: str, o: Outcome, a_plus: str, o2: Outcome, cost: Cost
     ) -> None:
@@ -204,12 +256,7 @@ class _Builder:
             self.summary.reject("not_improved")
             return
         task = state.task
-        evidence = {
-            "score_minus": float(o.score),
-            "score_plus": float(o2.score),
-            "feedback_minus": truncate(o.feedback, TRUNCATION["feedback"]),
-            "feedback_plus": truncate(o2.feedback, TRUNCATION["feedback"]),
-        }
+        evidence = self._evidence(o, o2)
         situation, condition = self.distiller.distil(
             state, a_minus, a_plus, evidence_text(evidence), cost, agent_kind=self.agent_kind
         )

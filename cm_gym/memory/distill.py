@@ -13,6 +13,7 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from cm_gym.agent import Cost
 from cm_gym.domains.base import Domain
@@ -57,6 +58,20 @@ class Distiller:
         self.parser = parser or default_distil_parser()
         self._kinds = describe_predicates(self.predicates)
 
+    def fields(
+        self, state: AgentState, a_minus: str, a_plus: str, evidence: str, *, agent_kind: str = "react"
+    ) -> dict[str, Any]:
+        """The DISTIL_RECORD fields of one verified contrast (also what a prefetch asks for)."""
+        return prompt_fields(
+            self.domain,
+            state,
+            agent_kind,
+            a_minus=truncate(a_minus, TRUNCATION["action"]),
+            a_plus=truncate(a_plus, TRUNCATION["action"]),
+            evidence=truncate(evidence, TRUNCATION["feedback"]),
+            predicate_kinds=self._kinds,
+        )
+
     def distil(
         self,
         state: AgentState,
@@ -68,15 +83,7 @@ class Distiller:
         agent_kind: str = "react",
     ) -> tuple[str, Condition]:
         """One DISTIL_RECORD call; returns (situation, parsed condition)."""
-        fields = prompt_fields(
-            self.domain,
-            state,
-            agent_kind,
-            a_minus=truncate(a_minus, TRUNCATION["action"]),
-            a_plus=truncate(a_plus, TRUNCATION["action"]),
-            evidence=truncate(evidence, TRUNCATION["feedback"]),
-            predicate_kinds=self._kinds,
-        )
+        fields = self.fields(state, a_minus, a_plus, evidence, agent_kind=agent_kind)
         situation, condition_text = "", ""
         try:
             completion = self.llm.complete(DISTIL_RECORD, fields)
