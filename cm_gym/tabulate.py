@@ -35,7 +35,7 @@ from cm_gym.llm.base import (
     REVISE_WITH_RECORD,
     estimate_tokens,
 )
-from cm_gym.llm.batch import FetchStats, RecordingLLM
+from cm_gym.llm.batch import CallProgress, FetchStats, RecordingLLM
 from cm_gym.llm.cached import CachedLLM
 from cm_gym.protocol import (
     Prepared,
@@ -201,14 +201,13 @@ def tabulate(
         snapshot = load_snapshot(snapshot_path, prepared)
         env = make_env(cfg, snapshot, ids, RecordingLLM(llm), task_order="sequential")
         explorer = ReachableStates(env)
-        bar = _bar(cfg.progress, "tabulate", "call")
+        bar = CallProgress(_bar(cfg.progress, "tabulate", "call"))
         try:
             report.env = drive(
                 explorer.roots(ids), explorer.expand, llm, concurrency=cfg.concurrency, progress=bar
             )
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
             env.close()
         report.states = explorer.states
     finally:
@@ -217,9 +216,8 @@ def tabulate(
         f"done: {report.calls:,} calls made ({report.tokens:,} tokens; {report.build.calls:,} for the build), "
         f"{report.states:,} decision states, {report.seconds:.1f} s; the cache holds {len(llm.cache):,} replies"
     )
-    echo(
-        f"replay with: cm-gym run --benchmark {cfg.benchmark} --llm {cfg.llm} --llm-cache-mode ro (same options)"
-    )
+    where = f" --llm-cache {cfg.llm_cache}" if cfg.llm_cache else ""
+    echo(f"replay with: cm-gym run --llm {cfg.llm}{where} --llm-cache-mode ro and the same options")
     llm.cache.close()
     return report
 

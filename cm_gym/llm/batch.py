@@ -19,7 +19,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -66,6 +66,25 @@ class RecordingLLM:
         return hit
 
 
+class CallProgress:
+    """A tqdm bar (or None: silent) counting calls, its postfix the running token total of every
+    fetch it has seen (a tabulation makes many)."""
+
+    def __init__(self, bar: Any = None) -> None:
+        self.bar, self.calls, self.tokens = bar, 0, 0
+
+    def add(self, completion: Completion) -> None:
+        self.calls += 1
+        self.tokens += completion.total_tokens
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix(tokens=f"{self.tokens:,}", refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 @dataclass
 class FetchStats:
     """What one or more `fetch_all` runs did."""
@@ -94,15 +113,19 @@ def fetch_all(
     progress: Any = None,
 ) -> FetchStats:
     """Call the backend of `llm` for every request (de-duplicated by key), at most `concurrency` at
-    a time, and store each reply in `llm`'s cache. `progress` is an optional tqdm bar advanced per
-    call (its postfix shows tokens). The first failure that survives the backend's own retries
+    a time, and store each reply in `llm`'s cache. `progress` is an optional `CallProgress` (or a
+    bare tqdm bar) advanced per call. The first failure that survives the backend's own retries
     stops the run with one `LLMError`; replies stored before it stay stored."""
     unique = list({r.key: r for r in requests}.values())
     stats = FetchStats()
     if not unique:
         return stats
     started = time.perf_counter()
-    writer = _Writer(llm, stats, progress)
+    writer = _Writer(
+        llm,
+        stats,
+        progress if progress is None or isinstance(progress, CallProgress) else CallProgress(progress),
+    )
     inner = llm.inner
     try:
         if callable(getattr(inner, "acomplete_messages", None)) and callable(
@@ -120,7 +143,7 @@ def fetch_all(
 class _Writer:
     """Buffers fresh replies and stores them a few at a time (one transaction per flush)."""
 
-    def __init__(self, llm: CachedLLM, stats: FetchStats, progress: Any) -> None:
+    def __init__(self, llm: CachedLLM, stats: FetchStats, progress: CallProgress | None) -> None:
         self.llm, self.stats, self.progress = llm, stats, progress
         self.buffer: list[tuple[CallRequest, Completion]] = []
         self.last_flush = time.perf_counter()
@@ -133,8 +156,7 @@ class _Writer:
             self.stats.prompt_tokens += completion.prompt_tokens
             self.stats.completion_tokens += completion.completion_tokens
             if self.progress is not None:
-                self.progress.update(1)
-                self.progress.set_postfix(tokens=f"{self.stats.tokens:,}", refresh=False)
+                self.progress.add(completion)
             due = len(self.buffer) >= FLUSH_EVERY or time.perf_counter() - self.last_flush >= FLUSH_SECONDS
         if due:
             self.flush()
@@ -225,23 +247,3 @@ def _fetch_threads(inner: Any, requests: list[CallRequest], concurrency: int, wr
         raise LLMError(
             f"LLM backend failed while filling the cache: {type(error).__name__}: {error}"
         ) from error
-
-
-def replay_until_cached(
-    run: Callable[[], T],
-    llm: CachedLLM,
-    *,
-    concurrency: int = 8,
-    progress: Any = None,
-    max_rounds: int = 10_000,
-) -> tuple[T, FetchStats]:
-    """Run `run()` (which calls a `RecordingLLM` over `llm`) until it needs no uncached call: each
-    `PendingCall` is fetched, then `run` starts again. For code with one pending call at a time;
-    batch many independent runs with `cm_gym.prefetch` instead."""
-    total = FetchStats()
-    for _ in range(max_rounds):
-        try:
-            return run(), total
-        except PendingCall as pending:
-            total.add(fetch_all(llm, [pending.request], concurrency=concurrency, progress=progress))
-    raise LLMError(f"gave up after {max_rounds} rounds of fetching uncached calls")
