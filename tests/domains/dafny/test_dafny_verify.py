@@ -82,10 +82,14 @@ def test_ground_truths_verify_and_hints_removed_as_upstream_on_a_sample(
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(run, dafny_tasks))
+    # a few ground truths use forms the action format refuses (``assert ... by``, ``decreases *``,
+    # attributes; see test_dafny_annotations): refused before Dafny runs, with that reason
     errors = [
         (t.meta["file"], gt.feedback)
         for t, gt, _ in results
-        if not gt.solved and not (gt.status == "timeout" or gt.details.get("timed_out"))
+        if not gt.solved
+        and not (gt.status == "timeout" or gt.details.get("timed_out"))
+        and not gt.feedback.startswith("invalid annotations")
     ]
     assert not errors, errors
     verified = sum(gt.solved for _, gt, _ in results)
