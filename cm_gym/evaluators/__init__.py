@@ -11,6 +11,7 @@ from cm_gym.evaluators.sandbox import (
     Sandbox,
     SandboxError,
     SandboxResult,
+    Session,
     ToolNotFoundError,
     probe_isolation,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SandboxResult",
+    "Session",
     "SuiteRun",
     "TestResult",
     "TestSuite",

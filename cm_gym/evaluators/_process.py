@@ -58,20 +58,19 @@ def read_capped(f: IO[bytes], limit: int) -> tuple[str, bool]:
     return text[:limit], truncated
 
 
-def wait(proc: subprocess.Popen[bytes], r_fd: int, deadline: float, cap: int) -> tuple[bytes, str]:
-    """Read the report channel until EOF, then wait for exit; kill on the deadline."""
+def wait(
+    proc: subprocess.Popen[bytes], r_fd: int, deadline: float, cap: int, watch: MemoryWatch | None = None
+) -> tuple[bytes, str]:
+    """Read the report channel until EOF, then wait for exit; kill on the deadline ("timeout"),
+    a report over `cap` bytes ("report-too-large") or memory over the watch's cap ("memory")."""
     chunks: list[bytes] = []
     size = 0
     killed = ""
     if r_fd >= 0:
         while True:
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                killed = "timeout"
+            killed = wait_readable(r_fd, deadline, watch)
+            if killed:
                 break
-            ready, _, _ = select.select([r_fd], [], [], remaining)
-            if not ready:
-                continue
             chunk = os.read(r_fd, 65536)
             if not chunk:
                 break
@@ -80,11 +79,14 @@ def wait(proc: subprocess.Popen[bytes], r_fd: int, deadline: float, cap: int) ->
                 killed = "report-too-large"
                 break
             chunks.append(chunk)
-    if not killed:
-        try:
-            proc.wait(timeout=max(0.0, deadline - time.perf_counter()))
-        except subprocess.TimeoutExpired:
+    while not killed and proc.poll() is None:
+        if time.perf_counter() >= deadline:
             killed = "timeout"
+        elif watch is not None and watch.sample():
+            killed = "memory"
+        else:
+            with suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=min(0.05, max(0.0, deadline - time.perf_counter())))
     if killed:
         kill_group(proc.pid)
         proc.wait()
@@ -95,3 +97,71 @@ def kill_group(pgid: int) -> None:
     """SIGKILL a whole process group (gone already is fine)."""
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _session_of(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[3])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+class MemoryWatch:
+    """Per-check memory accounting without cgroups: the resident memory of every process of the
+    run (all processes of its fresh uid, else of its session), summed each time `sample` is
+    called, so that forks cannot multiply a per-process limit. Shared pages count once per
+    process (an over-estimate, never an under-estimate)."""
+
+    def __init__(self, uid: int | None, session: int, cap_bytes: int) -> None:
+        self.uid, self.session, self.cap = uid, session, cap_bytes
+        self.peak = 0
+
+    def pids(self) -> list[int]:
+        from cm_gym.evaluators.isolation import processes_of_uid
+
+        if self.uid is not None:
+            return processes_of_uid(self.uid)
+        out = []
+        with os.scandir("/proc") as entries:
+            for entry in entries:
+                if entry.name.isdigit() and _session_of(int(entry.name)) == self.session:
+                    out.append(int(entry.name))
+        return out
+
+    def sample(self) -> bool:
+        """Measure; True when the run is over its cap."""
+        try:
+            total = sum(_rss(pid) for pid in self.pids())
+        except OSError:
+            return False
+        self.peak = max(self.peak, total)
+        return total > self.cap
+
+
+def wait_readable(fd: int, deadline: float, watch: MemoryWatch | None, poll_s: float = 0.05) -> str:
+    """Wait until `fd` is readable: "" (readable), "timeout" or "memory" (the run is over its
+    memory cap). The first check comes after 20 ms, then every `poll_s`."""
+    first = True
+    while True:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            return "timeout"
+        step = min(remaining, 0.02 if first else poll_s) if watch is not None else remaining
+        first = False
+        ready, _, _ = select.select([fd], [], [], step)
+        if ready:
+            return ""
+        if watch is not None and watch.sample():
+            return "memory"

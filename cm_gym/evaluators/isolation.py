@@ -11,6 +11,9 @@ Layers (each optional):
   /dev/shm, /run/lock) is replaced by a small empty tmpfs that only root may write, the run's
   copy is bound back at its own path, and its scratch dir is a small tmpfs of its own (so writes
   there vanish with the run and cannot fill the host's disk).
+- ``fs`` (with ``mount``): instead, a minimal file tree (`rootfs.py`): system directories and the
+  interpreter read-only, the run's copy, nothing else (no data folder, package source, caches,
+  other runs' copies, homes); entered with ``pivot_root``.
 - ``uid``: run as a fresh, unused uid/gid (root only). The copy is read-only to it except its
   scratch dir, nothing else on the machine belongs to it, it cannot signal or ptrace other
   processes, and ``RLIMIT_NPROC`` then really caps its process count.
@@ -21,33 +24,17 @@ Layers (each optional):
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import resource
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 
-CLONE_NEWNS = 0x00020000
-CLONE_NEWIPC = 0x08000000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWNET = 0x40000000
-MS_NOSUID = 2
-MS_NODEV = 4
-MS_BIND = 4096
-MS_REC = 16384
-MS_PRIVATE = 1 << 18
-PR_SET_PDEATHSIG = 1
-PR_SET_NO_NEW_PRIVS = 38
+from cm_gym.evaluators import _syscalls as sc
+from cm_gym.evaluators.rootfs import RootPlan, enter_root
 
 #: world-writable places a sandboxed process could otherwise write to
 TEMP_DIRS: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
-
-try:
-    _LIBC: ctypes.CDLL | None = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-except OSError:  # pragma: no cover - non-glibc platforms
-    _LIBC = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +56,7 @@ class IsolationPlan:
     mount: bool = False
     uid: int | None = None
     userns: bool = False
+    fs: bool = False
 
     def describe(self) -> str:
         """Short human-readable list of the applied layers."""
@@ -77,38 +65,18 @@ class IsolationPlan:
             parts.append("user-namespace")
         if self.net:
             parts.append("network-namespace")
-        if self.mount:
+        if self.fs:
+            parts.append("minimal-root")
+        elif self.mount:
             parts.append("private-tmp")
         if self.uid is not None:
             parts.append(f"uid={self.uid}")
         return "+".join(parts)
 
 
-def _check(ret: int, what: str) -> None:
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
 def libc_available() -> bool:
     """True when namespaces and mounts can at least be attempted (Linux with a C library)."""
-    return _LIBC is not None and hasattr(_LIBC, "unshare") and os.name == "posix"
-
-
-def _unshare(flags: int) -> None:
-    assert _LIBC is not None
-    _check(_LIBC.unshare(ctypes.c_int(flags)), "unshare")
-
-
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
-    assert _LIBC is not None
-    enc = [None if s is None else s.encode() for s in (source, target, fstype, data)]
-    _check(_LIBC.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]), f"mount {target}")
-
-
-def _prctl(option: int, arg: int) -> None:
-    if _LIBC is not None:
-        _LIBC.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0))
+    return sc.available()
 
 
 def _write(path: str, text: str) -> None:
@@ -121,7 +89,7 @@ def _write(path: str, text: str) -> None:
 
 def _enter_user_namespace(uid: int, gid: int) -> None:
     """Unprivileged fallback: become root of a fresh user namespace (needed for the others)."""
-    _unshare(CLONE_NEWUSER)
+    sc.unshare(sc.CLONE_NEWUSER)
     with contextlib.suppress(OSError):
         _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"0 {uid} 1")
@@ -131,24 +99,26 @@ def _enter_user_namespace(uid: int, gid: int) -> None:
 def _private_temp_dirs(workdir: str, tmpfs_bytes: int, uid: int | None) -> None:
     """Replace each world-writable temp dir by a small empty tmpfs, bind the copy back, and give
     the copy's scratch dir its own small tmpfs (so writes there cannot fill the host's disk)."""
-    _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+    sc.mount(None, "/", None, sc.MS_REC | sc.MS_PRIVATE, None)
     covered = False
     for d in TEMP_DIRS:
         if not os.path.isdir(d) or os.path.islink(d):
             continue
         opts = f"size={tmpfs_bytes},nr_inodes=4096,mode=0755"
-        _mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, opts)
+        sc.mount("tmpfs", d, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, opts)
         if workdir == d or workdir.startswith(d.rstrip("/") + "/"):
             covered = True
     if covered:
         # the child's cwd still is the real copy (chdir happened before the mounts): bind it back
         os.makedirs(workdir, mode=0o755, exist_ok=True)
-        _mount(".", workdir, None, MS_BIND | MS_REC, None)
+        sc.mount(".", workdir, None, sc.MS_BIND | sc.MS_REC, None)
         os.chdir(workdir)
     scratch = os.path.join(workdir, "scratch")
     if os.path.isdir(scratch):
         owner = f",uid={uid},gid={uid},mode=0700" if uid is not None else ",mode=0777"
-        _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmpfs_bytes},nr_inodes=4096{owner}")
+        sc.mount(
+            "tmpfs", scratch, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, f"size={tmpfs_bytes},nr_inodes=4096{owner}"
+        )
 
 
 def _set_limits(limits: RLimits) -> None:
@@ -166,7 +136,12 @@ def _set_limits(limits: RLimits) -> None:
 
 
 def make_preexec(
-    plan: IsolationPlan, limits: RLimits, workdir: str, tmpfs_bytes: int = 16 << 20
+    plan: IsolationPlan,
+    limits: RLimits,
+    workdir: str,
+    tmpfs_bytes: int = 16 << 20,
+    root: RootPlan | None = None,
+    newroot: str = "",
 ) -> Callable[[], None]:
     """The function run in the child between fork and exec. Raises (aborting the spawn) when a
     planned layer cannot be applied, so a run never silently gets less isolation than reported."""
@@ -180,20 +155,22 @@ def make_preexec(
         if plan.userns:
             _enter_user_namespace(outer_uid, outer_gid)
         if plan.net:
-            flags |= CLONE_NEWNET | CLONE_NEWIPC
+            flags |= sc.CLONE_NEWNET | sc.CLONE_NEWIPC
         if plan.mount:
-            flags |= CLONE_NEWNS
+            flags |= sc.CLONE_NEWNS
         if flags:
-            _unshare(flags)
-        if plan.mount:
+            sc.unshare(flags)
+        if plan.mount and plan.fs and root is not None:
+            enter_root(root, newroot, workdir, tmpfs_bytes, plan.uid)
+        elif plan.mount:
             _private_temp_dirs(workdir, tmpfs_bytes, plan.uid)
         _set_limits(limits)
         if plan.uid is not None:
             os.setgroups([])
             os.setgid(plan.uid)
             os.setuid(plan.uid)
-        _prctl(PR_SET_NO_NEW_PRIVS, 1)
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        sc.prctl(sc.PR_SET_NO_NEW_PRIVS, 1)
+        sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL)
 
     return preexec
 

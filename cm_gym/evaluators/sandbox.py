@@ -1,26 +1,27 @@
-"""Run an untrusted command on a throw-away copy of some files, with limits and isolation.
+"""Run untrusted commands on a throw-away copy of some files, with limits and isolation.
 
 `Sandbox.run(argv, files)` writes `files` into a fresh temporary directory (read-only to the
 sandboxed process, except its ``scratch/`` dir, which is also its HOME and TMPDIR), starts `argv`
 there in a new session with a scrubbed environment, rlimits (address space, CPU, processes, file
-size, open files) and whatever isolation layers the platform allows (see `isolation.py`: a fresh
-uid when we are root, a network namespace, private read-only temp dirs and a small tmpfs as
-scratch). It enforces a wall-clock timeout, kills the whole process group (and, with a fresh uid,
-every process of that uid, so a daemonised child cannot survive) afterwards, captures
-stdout/stderr truncated, optionally reads a *report channel* (a pipe whose write end only the
-child receives, so printing to stdout cannot fake a report), and deletes the copy.
+size, open files), a memory cap on the whole run (the resident memory of all its processes, so
+forks cannot multiply it) and whatever isolation layers the platform allows (`isolation.py`), waits
+with a wall-clock timeout, kills every process of the run afterwards, captures stdout/stderr
+truncated, optionally reads a *report channel* (a pipe only the child receives), and deletes the
+copy. `Sandbox.session(files)` stages one copy for several processes started and killed in turn
+(an interactive test run), with the same limits, cleanup and memory watch.
 
-Which layers work is probed once per process (`probe_isolation`), strongest first, and every
+Which layers work is probed once per process (`_probe.py`), strongest first, and every
 `SandboxResult` says what was applied. What is isolated where (honestly):
 
-- root (as in CI): fresh uid (cannot write, delete or signal anything outside its copy's scratch
-  dir; ``RLIMIT_NPROC`` caps fork/thread bombs), network namespace (no route anywhere, not even
-  to the host's loopback), private temp dirs, rlimits. Still possible: reading world-readable
-  files, seeing other processes in /proc, using CPU and memory up to the limits. There is no
-  seccomp filter, no PID namespace and no cgroup.
-- not root: no fresh uid, so the code runs as the caller: it could read and write the caller's
-  files and signal the caller's processes; only the limits and, if the kernel allows
-  unprivileged user namespaces, the network namespace and private temp dirs apply, and the
+- root (as in CI): a fresh uid per run (it cannot write, delete or signal anything outside its
+  scratch dir; ``RLIMIT_NPROC`` caps fork/thread bombs; the run's processes are found and killed
+  by uid), a network namespace (no route anywhere), and a *minimal file tree* (`rootfs.py`): only
+  system directories, the interpreter and the copy exist — not the data folder, the package and
+  its generated references, caches, homes or other runs' copies — with a ``/proc`` that shows the
+  run's own processes only. There is no seccomp filter and no cgroup (memory is capped by the
+  per-process address-space limit and by summing the run's resident memory while it runs).
+- not root: no fresh uid, so the code runs as the caller; the limits and, if the kernel allows
+  unprivileged user namespaces, the network namespace and the minimal tree apply, and the
   process limit counts all of the caller's processes.
 - ``isolation="none"``: limits and a new session only (for measuring the overhead).
 """
@@ -29,32 +30,31 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
-from cm_gym.evaluators._process import SCRATCH, StagingError, kill_group, read_capped, stage, wait
-from cm_gym.evaluators.isolation import (
-    IsolationPlan,
-    RLimits,
-    kill_uid,
-    libc_available,
-    make_preexec,
-    processes_of_uid,
+from cm_gym.evaluators._probe import fresh_uid, probe_isolation, root_plan
+from cm_gym.evaluators._process import (
+    SCRATCH,
+    MemoryWatch,
+    StagingError,
+    kill_group,
+    read_capped,
+    stage,
+    wait,
 )
+from cm_gym.evaluators.isolation import IsolationPlan, RLimits, kill_uid, make_preexec, processes_of_uid
 from cm_gym.types import CmGymError
 
 logger = logging.getLogger(__name__)
 
-_UID_BASE = 1_800_000_000
 _BASE_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
@@ -63,6 +63,16 @@ _BASE_ENV = {
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONIOENCODING": "utf-8",
 }
+
+__all__ = [
+    "Limits",
+    "Sandbox",
+    "SandboxError",
+    "SandboxResult",
+    "Session",
+    "ToolNotFoundError",
+    "probe_isolation",
+]
 
 
 class SandboxError(CmGymError):
@@ -75,7 +85,8 @@ class ToolNotFoundError(CmGymError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Budgets of one sandboxed run."""
+    """Budgets of one sandboxed run. `memory_mb` caps each process's address space *and* the
+    resident memory of all the run's processes together."""
 
     wall_s: float = 10.0
     cpu_s: float = 10.0
@@ -89,8 +100,9 @@ class Limits:
 
 @dataclass(frozen=True)
 class SandboxResult:
-    """What happened. `killed` is "" or why the run was stopped ("timeout", "report-too-large");
-    `signal` is the terminating signal number (0 if it exited); `isolation` names the layers."""
+    """What happened. `killed` is "" or why the run was stopped ("timeout", "memory",
+    "report-too-large"); `signal` is the terminating signal number (0 if it exited);
+    `isolation` names the layers; `peak_rss_mb` the run's largest measured resident memory."""
 
     returncode: int | None
     stdout: str
@@ -104,6 +116,7 @@ class SandboxResult:
     strays_killed: int = 0
     output_truncated: bool = False
     uid: int | None = None
+    peak_rss_mb: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -120,184 +133,123 @@ class SandboxResult:
         return f"exit status {self.returncode}"
 
 
-# -- probing ------------------------------------------------------------------------------------
-_PROBE_LOCK = threading.Lock()
-_PROBED: dict[str, tuple[IsolationPlan, str]] = {}
+class Session:
+    """One staged copy of `files` under one plan (and one fresh uid when root): processes are
+    started in it with `start`, and `kill_all` / `close` end every process of the run."""
 
+    def __init__(self, sandbox: Sandbox, files: Mapping[str, str | bytes | Path], limits: Limits,
+                 plan: IsolationPlan, parent_dir: str | None = None) -> None:  # fmt: skip
+        self.sandbox, self.limits, self.plan = sandbox, limits, plan
+        self.base = Path(tempfile.mkdtemp(prefix="cm_gym_sbx_", dir=parent_dir))
+        os.chmod(self.base, 0o755)
+        self.workdir = self.base / "copy"
+        self.workdir.mkdir()
+        self.newroot = self.base / "root"
+        self.newroot.mkdir()
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.watch: MemoryWatch | None = None
+        try:
+            stage(self.workdir, files, plan.uid)
+        except BaseException:
+            shutil.rmtree(self.base, ignore_errors=True)
+            raise
 
-def _interpreter_candidates() -> list[str]:
-    seen: list[str] = []
-    base = getattr(sys, "_base_executable", None) or sys.executable
-    for cand in (base, sys.executable, "/usr/bin/python3", "/usr/local/bin/python3", shutil.which("python3")):
-        if cand:
-            real = os.path.realpath(cand)
-            if os.path.isfile(real) and real not in seen:
-                seen.append(real)
-    return seen
+    @property
+    def uid(self) -> int | None:
+        return self.plan.uid
 
-
-def _plans(mode: str) -> list[IsolationPlan]:
-    if mode == "none" or not libc_available() or not sys.platform.startswith("linux"):
-        return [IsolationPlan()]
-    if os.geteuid() == 0:
-        uid = fresh_uid()
-        strong = [
-            IsolationPlan(net=True, mount=True, uid=uid),
-            IsolationPlan(net=True, uid=uid),
-            IsolationPlan(uid=uid),
-        ]
-        weak = [IsolationPlan(net=True), IsolationPlan()]
-    else:
-        strong = []
-        weak = [IsolationPlan(userns=True, net=True, mount=True), IsolationPlan(userns=True, net=True)]
-        weak.append(IsolationPlan())
-    return strong if mode == "strict" else strong + weak
-
-
-def probe_isolation(mode: str = "auto") -> tuple[IsolationPlan, str]:
-    """The strongest isolation plan that works here, and a Python interpreter usable under it.
-
-    `mode`: "auto" (strongest available, falling back to limits only), "strict" (fresh uid
-    required, else `SandboxError`) or "none" (limits only). Cached per process.
-    """
-    with _PROBE_LOCK:
-        if mode in _PROBED:
-            return _PROBED[mode]
-        for plan in _plans(mode):
-            for python in _interpreter_candidates():
-                if _probe_one(plan, python):
-                    logger.info("sandbox isolation: %s (python %s)", plan.describe(), python)
-                    _PROBED[mode] = (plan, python)
-                    return plan, python
-        if mode == "strict":
-            raise SandboxError("strict sandbox isolation (fresh uid, root only) is not available here")
-        raise SandboxError("no Python interpreter runs inside the sandbox")
-
-
-def _probe_one(plan: IsolationPlan, python: str) -> bool:
-    code = "import os;open('scratch/p','w').write('x');print(os.getuid())"
-    try:
-        res = _execute(
-            [python, "-I", "-S", "-c", code],
-            {"probe.txt": "x"},
-            Limits(wall_s=10, cpu_s=5),
-            plan,
-            b"",
-            False,
-            None,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        logger.debug("sandbox probe %s with %s failed: %s", plan.describe(), python, exc)
-        return False
-    expected = str(plan.uid) if plan.uid is not None else None
-    good = res.ok and (expected is None or res.stdout.strip() == expected)
-    if not good:
-        logger.debug(
-            "sandbox probe %s with %s: %s %s", plan.describe(), python, res.describe_exit(), res.stderr
-        )
-    return good
-
-
-def fresh_uid() -> int:
-    """An unused uid for one run (nothing on the machine belongs to it)."""
-    while True:
-        uid = _UID_BASE + secrets.randbelow(1 << 24)
-        if not processes_of_uid(uid, include_zombies=True):
-            return uid
-
-
-# -- running -----------------------------------------------------------------------------------
-def _execute(
-    argv: Sequence[str],
-    files: Mapping[str, str | bytes | Path],
-    limits: Limits,
-    plan: IsolationPlan,
-    stdin: bytes,
-    report: bool,
-    env: Mapping[str, str] | None,
-) -> SandboxResult:
-    workdir = Path(tempfile.mkdtemp(prefix="cm_gym_sbx_"))
-    r_fd = w_fd = -1
-    try:
-        stage(workdir, files, plan.uid)
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: int | None = None,
+        stdout: Any = subprocess.DEVNULL,
+        stderr: Any = subprocess.DEVNULL,
+        pass_fds: tuple[int, ...] = (),
+        env: Mapping[str, str] | None = None,
+        cpu_s: float | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """Start `argv` in the copy under the session's limits and layers."""
+        limits = self.limits
         procs = limits.max_procs
-        if plan.uid is None and os.geteuid() != 0:
+        if self.plan.uid is None and os.geteuid() != 0:
             procs += len(processes_of_uid(os.getuid()))
         rl = RLimits(
             address_space=limits.memory_mb << 20,
-            cpu_seconds=max(1, int(round(limits.cpu_s))),
+            cpu_seconds=max(1, int(round(cpu_s if cpu_s is not None else limits.cpu_s))),
             processes=procs,
             file_size=limits.max_file_mb << 20,
             open_files=limits.open_files,
         )
-        scratch = str(workdir / SCRATCH)
+        scratch = str(self.workdir / SCRATCH)
         full_env = dict(_BASE_ENV, HOME=scratch, TMPDIR=scratch)
         full_env.update(env or {})
-        pass_fds: tuple[int, ...] = ()
-        if report:
-            r_fd, w_fd = os.pipe()
-            pass_fds = (w_fd,)
-        argv = [a.replace("{report_fd}", str(w_fd)) for a in argv]
-        with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
-            t0 = time.perf_counter()
-            proc = subprocess.Popen(
-                argv,
-                cwd=workdir,
-                env=full_env,
-                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                stdout=out_f,
-                stderr=err_f,
-                pass_fds=pass_fds,
-                start_new_session=True,
-                preexec_fn=make_preexec(plan, rl, str(workdir)),
-            )
-            if w_fd >= 0:
-                os.close(w_fd)
-                w_fd = -1
-            if stdin and proc.stdin is not None:
-                try:
-                    proc.stdin.write(stdin)
-                    proc.stdin.close()
-                except OSError:
-                    pass
-            deadline = t0 + limits.wall_s
-            report_bytes, killed = wait(proc, r_fd, deadline, limits.report_bytes)
-            wall = time.perf_counter() - t0
-            kill_group(proc.pid)
-            strays = kill_uid(plan.uid) if plan.uid is not None else 0
-            stdout, t1 = read_capped(out_f, limits.output_chars)
-            stderr, t2 = read_capped(err_f, limits.output_chars)
-        rc = proc.returncode
-        return SandboxResult(
-            returncode=rc,
+        root = root_plan(self.sandbox.extra_paths, self.sandbox.hide_paths) if self.plan.fs else None
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=self.workdir,
+            env=full_env,
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
             stdout=stdout,
             stderr=stderr,
-            report=report_bytes,
-            timed_out=killed == "timeout",
-            killed=killed,
-            signal=-rc if rc is not None and rc < 0 else 0,
-            wall_s=wall,
-            isolation=plan.describe(),
-            strays_killed=strays,
-            output_truncated=t1 or t2,
-            uid=plan.uid,
+            pass_fds=pass_fds,
+            start_new_session=True,
+            preexec_fn=make_preexec(self.plan, rl, str(self.workdir), root=root, newroot=str(self.newroot)),
         )
-    finally:
-        for fd in (r_fd, w_fd):
-            if fd >= 0:
-                os.close(fd)
-        shutil.rmtree(workdir, ignore_errors=True)
+        self.procs.append(proc)
+        cap = limits.memory_mb << 20
+        if self.watch is None or self.plan.uid is None:
+            peak = self.watch.peak if self.watch else 0
+            self.watch = MemoryWatch(self.plan.uid, proc.pid, cap)
+            self.watch.peak = peak
+        return proc
+
+    def kill_all(self) -> int:
+        """SIGKILL every process of the run (its uid's, or its process groups'); strays found."""
+        for proc in self.procs:
+            kill_group(proc.pid)
+        strays = kill_uid(self.plan.uid) if self.plan.uid is not None else 0
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL never takes this long
+                logger.warning("sandboxed process %d did not die", proc.pid)
+        self.procs = []
+        return strays
+
+    def close(self) -> int:
+        """End every process and delete the copy; returns the number of strays killed."""
+        try:
+            return self.kill_all()
+        finally:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class Sandbox:
     """Runs commands on throw-away copies of files under `limits` and the strongest isolation
-    this platform allows (`isolation`: "auto", "strict" or "none"; see `probe_isolation`)."""
+    this platform allows (`isolation`: "auto", "strict" or "none"; see `probe_isolation`).
+    `extra_paths`: directories a tool needs that the minimal tree lacks (read-only);
+    `hide_paths`: more paths the sandbox must not see."""
 
-    def __init__(self, limits: Limits | None = None, *, isolation: str = "auto") -> None:
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        *,
+        isolation: str = "auto",
+        extra_paths: Sequence[str] = (),
+        hide_paths: Sequence[str] = (),
+    ) -> None:
         if isolation not in ("auto", "strict", "none"):
             raise ValueError(f"isolation must be auto, strict or none, got {isolation!r}")
         self.limits = limits or Limits()
         self.mode = isolation
+        self.extra_paths, self.hide_paths = tuple(extra_paths), tuple(hide_paths)
         self._plan: IsolationPlan | None = None
         self._python = ""
 
@@ -314,9 +266,29 @@ class Sandbox:
 
     @property
     def isolation(self) -> str:
-        """The isolation layers every run of this sandbox gets, e.g. "rlimits+...+uid=..."."""
+        """The isolation layers every run of this sandbox gets, e.g. "rlimits+...+fresh-uid"."""
         plan = self._ensure()
-        return replace(plan, uid=None).describe() + ("+fresh-uid" if plan.uid is not None else "")
+        layers = replace(plan, uid=None).describe() + ("+fresh-uid" if plan.uid is not None else "")
+        return layers + "+memory-watch"
+
+    def session(
+        self,
+        files: Mapping[str, str | bytes | Path],
+        *,
+        limits: Limits | None = None,
+        uid: int | None = None,
+        parent_dir: str | None = None,
+    ) -> Session:
+        """A staged copy for several processes (see `Session`); `uid` picks the fresh uid to run
+        as (when the plan has one) and `parent_dir` where the copy goes, e.g. so that a caller
+        can kill strays and delete the copy if this process dies."""
+        plan = self._ensure()
+        if plan.uid is not None:
+            plan = replace(plan, uid=uid if uid is not None else fresh_uid())
+        try:
+            return Session(self, files, limits or self.limits, plan, parent_dir)
+        except StagingError as exc:
+            raise SandboxError(str(exc)) from exc
 
     def run(
         self,
@@ -331,12 +303,69 @@ class Sandbox:
         """Run `argv` (cwd = the copy of `files`; ``{report_fd}`` in argv is replaced by the
         report pipe's fd when `report`). Never raises for what the command does; raises
         `SandboxError` only when the sandbox itself cannot be set up."""
-        plan = self._ensure()
-        if plan.uid is not None:
-            plan = replace(plan, uid=fresh_uid())
-        try:
-            return _execute(argv, files, limits or self.limits, plan, stdin, report, env)
-        except StagingError as exc:
-            raise SandboxError(str(exc)) from exc
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise SandboxError(f"could not start {argv[0]!r} in the sandbox: {exc}") from exc
+        lim = limits or self.limits
+        with self.session(files, limits=lim) as sess:
+            try:
+                return _run_in(sess, argv, lim, stdin, report, env, self.isolation)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise SandboxError(f"could not start {argv[0]!r} in the sandbox: {exc}") from exc
+
+
+def _run_in(
+    sess: Session,
+    argv: Sequence[str],
+    limits: Limits,
+    stdin: bytes,
+    report: bool,
+    env: Mapping[str, str] | None,
+    isolation: str,
+) -> SandboxResult:
+    r_fd = w_fd = -1
+    try:
+        if report:
+            r_fd, w_fd = os.pipe()
+        argv = [a.replace("{report_fd}", str(w_fd)) for a in argv]
+        with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
+            t0 = time.perf_counter()
+            proc = sess.start(
+                argv,
+                stdin=subprocess.PIPE if stdin else None,
+                stdout=out_f,
+                stderr=err_f,
+                pass_fds=(w_fd,) if w_fd >= 0 else (),
+                env=env,
+            )
+            if w_fd >= 0:
+                os.close(w_fd)
+                w_fd = -1
+            if stdin and proc.stdin is not None:
+                try:
+                    proc.stdin.write(stdin)
+                    proc.stdin.close()
+                except OSError:
+                    pass
+            report_bytes, killed = wait(proc, r_fd, t0 + limits.wall_s, limits.report_bytes, sess.watch)
+            wall = time.perf_counter() - t0
+            strays = sess.kill_all()
+            stdout, t1 = read_capped(out_f, limits.output_chars)
+            stderr, t2 = read_capped(err_f, limits.output_chars)
+        rc = proc.returncode
+        return SandboxResult(
+            returncode=rc,
+            stdout=stdout,
+            stderr=stderr,
+            report=report_bytes,
+            timed_out=killed == "timeout",
+            killed=killed,
+            signal=-rc if rc is not None and rc < 0 else 0,
+            wall_s=wall,
+            isolation=isolation,
+            strays_killed=strays,
+            output_truncated=t1 or t2,
+            uid=sess.uid,
+            peak_rss_mb=round((sess.watch.peak if sess.watch else 0) / (1 << 20), 1),
+        )
+    finally:
+        for fd in (r_fd, w_fd):
+            if fd >= 0:
+                os.close(fd)

@@ -1,35 +1,104 @@
-"""Run a Python test suite against a candidate program inside the sandbox (parent side).
+"""Run a Python test suite against a candidate program: the verdicts are decided by the judge.
 
 A `TestSuite` is plain, JSON-serialisable data (it lives in ``Task.meta``): where the program
-goes, the support files, and either *cases* (an expression per test, evaluated in the sandbox;
-the expected values stay here and are compared here) or *pytest-style* test functions of a test
-file (verdicts decided in the sandbox, with assertions rewritten by `rewrite_asserts`). The
-in-sandbox side is `_runner.py`; `run_suite` wires the two through `Sandbox.run`'s report pipe,
-checks the report's nonce and test list, and returns per-test results.
+goes, the support files, and either *cases* (an expression per test, evaluated on the program in
+the sandbox; the expected values stay outside it and are compared outside it) or *pytest-style*
+test functions of a test file (imported and run by the judge; the program's functions are
+remote calls). `run_suite` hands the suite and the program to the judge worker (`judge.py`, a
+trusted process of its own, killed and restarted if it passes its deadline), which stages the
+program in the sandbox (`program.py`), runs the tests and returns per-test verdicts; this side
+then kills whatever the run left behind (by its fresh uid) and deletes its files. Files needed
+only by the tests (`files`: the test file, expected data) never enter the sandbox; `sandbox_files`
+(modules the program may import) do.
 """
 
 from __future__ import annotations
 
-import ast
-import json
+import collections
 import logging
 import math
-import re
-import secrets
-from collections.abc import Mapping, Sequence
+import os
+import reprlib
+import shutil
+import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from cm_gym.evaluators._runner import encode, is_plain
+from cm_gym.evaluators._probe import fresh_uid
+from cm_gym.evaluators.isolation import kill_uid
 from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxResult
+from cm_gym.evaluators.worker import Worker
 
 logger = logging.getLogger(__name__)
 
-_HERE = Path(__file__).parent
-RUNNER_SOURCE = (_HERE / "_runner.py").read_text(encoding="utf-8")
-SHIM_SOURCE = (_HERE / "_pytest_shim.py").read_text(encoding="utf-8")
 FEEDBACK_LIMIT = 800
+#: the judge's own time on top of the suite's budget (process starts, decoding, its deadline)
+JUDGE_SLACK_S = 10.0
+_DICTS = (dict, collections.defaultdict, collections.OrderedDict)
+_PLAIN = (
+    type(None),
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    list,
+    tuple,
+    set,
+    frozenset,
+    collections.deque,
+    *_DICTS,
+)
+MAX_NODES = 200_000
+
+
+class Unencodable(Exception):
+    """An expected value that is not plain data (or too large)."""
+
+
+def encode(value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
+    """Strict, tagged JSON form of a plain value (tuples, sets, dicts keep their type)."""
+    budget = budget if budget is not None else [MAX_NODES]
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 200:
+        raise Unencodable("value too large or too deep")
+    t = type(value)
+    if value is None or t is bool or t is str:
+        return value
+    if t is int:
+        if value.bit_length() > 14_000:
+            raise Unencodable("integer too large")
+        return value
+    if t is float:
+        return {"float": repr(value)}
+    if t is list or t is collections.deque:
+        return [encode(v, depth + 1, budget) for v in value]
+    if t is tuple:
+        return {"tuple": [encode(v, depth + 1, budget) for v in value]}
+    if t in _DICTS:
+        return {
+            "dict": [[encode(k, depth + 1, budget), encode(v, depth + 1, budget)] for k, v in value.items()]
+        }
+    if t is set or t is frozenset:
+        return {t.__name__: [encode(v, depth + 1, budget) for v in value]}
+    if t is bytes:
+        return {"bytes": value.hex()}
+    if t is complex:
+        return {"complex": [value.real, value.imag]}
+    raise Unencodable("not a plain value: " + t.__name__)
+
+
+def is_plain(value: Any, depth: int = 0) -> bool:
+    t = type(value)
+    if t not in _PLAIN or depth > 200:
+        return False
+    if t in (list, tuple, set, frozenset, collections.deque):
+        return all(is_plain(v, depth + 1) for v in value)
+    if t in _DICTS:
+        return all(is_plain(k, depth + 1) and is_plain(v, depth + 1) for k, v in value.items())
+    return True
 
 
 def decode(value: Any) -> Any:
@@ -69,13 +138,15 @@ class Case:
 
 @dataclass(frozen=True)
 class TestSuite:
-    """The tests of one task (see module doc). `files` are support files (path → text)."""
+    """The tests of one task (see module doc). `files`: support files of the tests (path →
+    text; the judge's side only); `sandbox_files`: modules staged next to the program."""
 
     __test__ = False  # not a pytest test class
 
     mode: str
     program_path: str
     files: Mapping[str, str] = field(default_factory=dict)
+    sandbox_files: Mapping[str, str] = field(default_factory=dict)
     module: str = ""
     function: str = ""
     cases: tuple[Case, ...] = ()
@@ -91,6 +162,7 @@ class TestSuite:
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d["files"] = dict(self.files)
+        d["sandbox_files"] = dict(self.sandbox_files)
         d["cases"] = [c.__dict__ for c in self.cases]
         d["tests"] = [list(t) for t in self.tests]
         d["sys_path"] = list(self.sys_path)
@@ -102,6 +174,7 @@ class TestSuite:
             mode=d["mode"],
             program_path=d["program_path"],
             files=dict(d.get("files", {})),
+            sandbox_files=dict(d.get("sandbox_files", {})),
             module=d.get("module", ""),
             function=d.get("function", ""),
             cases=tuple(Case(**c) for c in d.get("cases", ())),
@@ -156,8 +229,13 @@ def _cut(text: str, limit: int = FEEDBACK_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlong = 4, 160, 160, 160
+
+
 def _short(value: Any, limit: int = 200) -> str:
-    text = repr(value)
+    """A bounded repr (depth and size capped: the value may come from the program)."""
+    text = _REPR.repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -168,7 +246,7 @@ def _call_text(case: Case, function: str) -> str:
 
 
 def compare(case: Case, got: Any, function: str) -> tuple[bool, str]:
-    """Parent-side check of one case's value; returns (passed, failure message)."""
+    """The judge's check of one case's value; returns (passed, failure message)."""
     exp = case.expected
     call = _call_text(case, function)
     if isinstance(exp, dict) and "approx" in exp:
@@ -187,129 +265,70 @@ def _numeric_equal(a: Any, b: Any) -> bool:
 
 
 def encode_expected(value: Any) -> Any:
-    """Tagged form of an expected value (same encoding the sandbox uses for results)."""
+    """Tagged form of an expected value (how suites store them in ``Task.meta``)."""
     return encode(value)
 
 
-def _offsets(source: str) -> list[int]:
-    starts, pos = [0], 0
-    for line in source.splitlines(keepends=True):
-        pos += len(line)
-        starts.append(pos)
-    return starts
+_JUDGE: Worker | None = None
 
 
-def rewrite_asserts(source: str) -> str:
-    """Rewrite ``assert a == b`` / ``assert not x`` / ``assert x`` to the runner's strict
-    `__cm_eq__` / `__cm_truth__` checks, in place (layout and line numbers are kept)."""
-    tree = ast.parse(source)
-    starts = _offsets(source)
-
-    def span(node: ast.expr) -> tuple[int, int]:
-        end_line = node.end_lineno or node.lineno
-        end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
-        return starts[node.lineno - 1] + node.col_offset, starts[end_line - 1] + end_col
-
-    def seg(node: ast.expr) -> str:
-        a, b = span(node)
-        return "(" + source[a:b] + ")"
-
-    edits: list[tuple[int, int, str]] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Assert):
-            continue
-        test = node.test
-        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-            text = f"__cm_eq__({seg(test.left)}, {seg(test.comparators[0])})"
-        elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            text = f"not __cm_truth__({seg(test.operand)})"
-        else:
-            text = f"__cm_truth__({seg(test)})"
-        a, b = span(test)
-        edits.append((a, b, text))
-    for a, b, text in sorted(edits, reverse=True):
-        source = source[:a] + text + source[b:]
-    return source
+def default_judge() -> Worker:
+    """This process's shared judge worker (started on first use)."""
+    global _JUDGE
+    if _JUDGE is None:
+        _JUDGE = new_judge()
+    return _JUDGE
 
 
-def run_suite(sandbox: Sandbox, suite: TestSuite, program: str, *, limits: Limits | None = None) -> SuiteRun:
-    """Run `suite` against `program` (source text) in a throw-away sandbox copy."""
-    names = suite.names()
-    nonce = secrets.token_hex(16)
-    config: dict[str, Any] = {
-        "mode": suite.mode,
-        "sys_path": list(suite.sys_path),
-        "per_test_timeout": suite.per_test_timeout,
-        "max_timeouts": suite.max_timeouts,
-    }
-    if suite.mode == "cases":
-        config.update(
-            module=suite.module,
-            function=suite.function,
-            tests=[{"name": c.name, "expr": c.expr, "input": c.input} for c in suite.cases],
-        )
-    else:
-        config.update(
-            test_file=suite.test_file,
-            tests=[{"name": n, "func": f, "index": i} for n, f, i in suite.tests],
-        )
-    files: dict[str, str] = {"_cm_runner.py": RUNNER_SOURCE, "pytest.py": SHIM_SOURCE}
-    files.update(suite.files)
-    files[suite.program_path] = program
-    base = limits or sandbox.limits
-    config["budget_s"] = base.wall_s
-    files["_cm_config.json"] = json.dumps(config)
-    run_limits = Limits(
-        **{**base.__dict__, "wall_s": base.wall_s + 3.0, "cpu_s": max(base.cpu_s, suite.per_test_timeout + 1)}
-    )
-    res = sandbox.run(
-        [sandbox.python, "-I", "-S", "_cm_runner.py", "{report_fd}"],
-        files,
-        limits=run_limits,
-        stdin=(nonce + "\n").encode(),
-        report=True,
-    )
-    return _parse_report(suite, res, nonce, names)
+def new_judge() -> Worker:
+    """A judge worker (`judge.py`): trusted, memory-capped, killable."""
+    return Worker("cm_gym.evaluators.judge", memory_mb=1024)
 
 
-_EQ = re.compile(r"__cm_eq__\(\((.*)\), \((.*)\)\)")
-_TRUTH = re.compile(r"__cm_truth__\(\((.*)\)\)")
-
-
-def _readable(message: str) -> str:
-    """Undo the assertion rewrite in feedback (``__cm_eq__((a), (b))`` → ``a == b``)."""
-    return _TRUTH.sub(r"\1", _EQ.sub(r"\1 == \2", message))
-
-
-def _parse_report(suite: TestSuite, res: SandboxResult, nonce: str, names: Sequence[str]) -> SuiteRun:
-    total = len(names)
-    head, _, body = res.report.decode("utf-8", "replace").partition("\n")
-    if not res.report:
-        tail = res.stderr.strip().splitlines()[-3:]
-        why = f"test run produced no report ({res.describe_exit()})"
-        return SuiteRun((), total, why + (": " + " | ".join(tail) if tail else ""), res)
-    if head != nonce:
-        return SuiteRun((), total, "test report rejected: bad nonce (tampered report channel)", res)
+def run_suite(
+    sandbox: Sandbox,
+    suite: TestSuite,
+    program: str,
+    *,
+    limits: Limits | None = None,
+    judge: Worker | None = None,
+) -> SuiteRun:
+    """Judge `program` (source text) against `suite` (see module doc). Never raises for what the
+    program does; the whole run is bounded by ``limits.wall_s`` plus `JUDGE_SLACK_S`."""
+    lim = limits or sandbox.limits
+    plan_uid = sandbox._ensure().uid
+    uid = fresh_uid() if plan_uid is not None else None
+    parent_dir = tempfile.mkdtemp(prefix="cm_gym_check_")
+    os.chmod(parent_dir, 0o711)
+    request = {"suite": suite.to_dict(), "program": program, "limits": dict(lim.__dict__), "uid": uid,
+               "isolation": sandbox.mode, "extra_paths": list(sandbox.extra_paths), "parent_dir": parent_dir}  # fmt: skip
+    strays = 0
     try:
-        raw = json.loads(body)
-        got_names = [r["name"] for r in raw]
-    except (ValueError, KeyError, TypeError):
-        return SuiteRun((), total, "test report rejected: malformed", res)
-    if got_names != list(names):
-        return SuiteRun((), total, "test report rejected: unexpected test list", res)
-    cases = {c.name: c for c in suite.cases}
-    results = []
-    for r in raw:
-        status, msg = str(r.get("status", "")), str(r.get("message", ""))
-        if status == "value" and r["name"] in cases:
-            try:
-                got = decode(r.get("value"))
-                ok, msg = compare(cases[r["name"]], got, suite.function)
-            except (ValueError, TypeError, KeyError) as exc:
-                ok, msg = False, f"undecodable result: {exc}"
-            results.append(TestResult(r["name"], ok, "pass" if ok else "fail", "" if ok else msg))
-        elif status == "pass" and suite.mode == "pytest":
-            results.append(TestResult(r["name"], True, "pass"))
-        else:
-            results.append(TestResult(r["name"], False, status or "error", _readable(msg)))
-    return SuiteRun(tuple(results), total, "", res)
+        res = (judge or default_judge()).call("judge_suite", request, timeout=lim.wall_s + JUDGE_SLACK_S)
+    finally:
+        if uid is not None:
+            strays = kill_uid(uid)
+        shutil.rmtree(parent_dir, ignore_errors=True)
+    return _suite_run(suite, res, uid, strays, sandbox)
+
+
+def _suite_run(suite: TestSuite, res: Any, uid: int | None, strays: int, sandbox: Sandbox) -> SuiteRun:
+    names = suite.names()
+    if not res.ok:
+        why = (
+            "the test run passed its time budget (its judge was killed)"
+            if res.status == "timeout"
+            else res.error
+        )
+        summary = SandboxResult(None, "", res.error, b"", res.status == "timeout", res.status, 0, res.wall_s,
+                                sandbox.isolation, strays, False, uid)  # fmt: skip
+        return SuiteRun((), len(names), why, summary)
+    out = res.value
+    raw = out.get("results", []) if isinstance(out, dict) else []
+    if [r[0] for r in raw] != names:
+        return SuiteRun((), len(names), "test report rejected: unexpected test list", None)
+    results = tuple(TestResult(n, st == "pass", st, "" if st == "pass" else _cut(str(m))) for n, st, m in raw)
+    timed_out = any(r.status == "timeout" for r in results)
+    summary = SandboxResult(0, "", "", b"", timed_out, "", 0, float(out["wall_s"]), str(out["isolation"]),
+                            strays + int(out.get("strays", 0)), False, uid, float(out.get("peak_rss_mb", 0.0)))  # fmt: skip
+    return SuiteRun(results, len(names), "", summary)

@@ -3,7 +3,11 @@ environment, the report channel and cleanup."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,6 +29,8 @@ def py(sb: Sandbox, code: str, files: dict[str, str] | None = None, **kw: object
 
 
 def needs(sb: Sandbox, layer: str) -> None:
+    if layer == "private-tmp" and "minimal-root" in sb.isolation:
+        return  # the minimal tree has an empty, read-only /tmp too
     if layer not in sb.isolation:
         msg = f"isolation layer {layer!r} is not available here ({sb.isolation})"
         if os.environ.get("CI") and os.geteuid() == 0:
@@ -160,7 +166,7 @@ def test_staged_paths_cannot_escape_the_copy(sb: Sandbox) -> None:
 
 def test_isolation_none_still_applies_limits() -> None:
     plain = Sandbox(Limits(wall_s=0.5), isolation="none")
-    assert plain.isolation == "rlimits+new-session+no-new-privs"
+    assert plain.isolation == "rlimits+new-session+no-new-privs+memory-watch"
     res = plain.run([plain.python, "-I", "-S", "-c", "while True: pass"], {})
     assert res.timed_out
 
@@ -177,3 +183,53 @@ def test_strict_isolation_is_refused_without_root() -> None:
 def test_bad_isolation_mode_is_rejected() -> None:
     with pytest.raises(ValueError):
         Sandbox(isolation="paranoid")
+
+
+def test_minimal_tree_shows_no_data_package_cache_or_other_runs(sb: Sandbox, tmp_path: Path) -> None:
+    needs(sb, "minimal-root")
+    import cm_gym
+    from cm_gym.paths import DataNotFoundError, data_root
+
+    package = Path(cm_gym.__file__).resolve().parent
+    other = Path(tempfile.mkdtemp(prefix="cm_gym_sbx_"))  # looks like another run's copy
+    (other / "answer.txt").write_text("42")
+    paths = [package / "domains/code/data/generated_tasks.txt", package, package.parent, other / "answer.txt",
+             Path(os.environ.get("CM_GYM_CACHE", tmp_path)), tmp_path, Path.cwd()]  # fmt: skip
+    prefix = str(Path(sys.base_prefix).resolve())
+    paths += [p for p in Path.home().iterdir() if not prefix.startswith(str(p.resolve()))][:2]  # home files
+    with contextlib.suppress(DataNotFoundError):
+        paths.append(data_root())
+    try:
+        code = "import os, sys\nfor p in sys.argv[1:]:\n    print(os.path.exists(p))\nprint(sorted(os.listdir('/')))"
+        res = sb.run([sb.python, "-I", "-S", "-c", code, *map(str, paths)], {})
+        lines = res.stdout.splitlines()
+        assert res.ok and lines[: len(paths)] == ["False"] * len(paths), list(zip(paths, lines, strict=False))
+        assert "work" not in lines[-1] and "home" not in lines[-1]
+    finally:
+        shutil.rmtree(other)
+
+
+def test_memory_cap_holds_for_the_whole_run_not_per_process(sb: Sandbox) -> None:
+    """Eight forked children each stay under the per-process limit (256 MB) but hold 1.2 GB
+    together: the run is killed for memory, and its peak is measured."""
+    needs(sb, "uid")
+    code = (
+        "import os, time\nfor _ in range(8):\n    if os.fork() == 0:\n        b = bytearray(150 << 20)\n"
+        "        time.sleep(30)\n        os._exit(0)\ntime.sleep(30)"
+    )
+    res = py(sb, code, limits=Limits(wall_s=20, cpu_s=20, memory_mb=256, max_procs=16))
+    assert res.killed == "memory" and not res.ok
+    assert 256 < res.peak_rss_mb < 256 * 3
+    assert res.wall_s < 15 and processes_of_uid(res.uid) == []  # type: ignore[arg-type]
+
+
+def test_session_starts_several_processes_in_one_copy(sb: Sandbox) -> None:
+    with sb.session({"data.txt": "hello"}) as sess:
+        for _ in range(2):
+            proc = sess.start([sb.python, "-I", "-S", "-c", "import time; time.sleep(60)"])
+            assert proc.poll() is None
+            sess.kill_all()
+            assert proc.returncode is not None
+        workdir = sess.workdir
+        assert (workdir / "data.txt").read_text() == "hello"
+    assert not workdir.exists()

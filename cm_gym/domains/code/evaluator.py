@@ -1,10 +1,11 @@
-"""The code-repair world model: apply the patch, run the task's tests in the sandbox, score.
+"""The code-repair world model: apply the patch, run the task's tests, score.
 
 U = fraction of the task's tests passed; solved iff all pass; feedback = the first failing test's
-name and assertion (truncated to 800 characters). A malformed patch is a scored
-``Outcome(status="error")``; a run that produced no valid report (killed the runner, blew the
-wall-clock budget, tampered with the report channel) is ``status="error"`` / ``"timeout"`` with
-the reason. The state is never touched: every run happens in a fresh throw-away copy.
+name and assertion (truncated to 800 characters). The program runs in the sandbox and is only
+called from the judge (`cm_gym.evaluators.judge`), a trusted process that decides every verdict:
+nothing the program does in its own process can forge one. A malformed patch (including one too
+deeply nested to parse) is a scored ``Outcome(status="error")``; a run past its budget is
+``status="timeout"``. The state is never touched: every run happens in a fresh throw-away copy.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from cm_gym.domains.code.patch import PatchError, apply_patch
 from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxError
-from cm_gym.evaluators.testrun import TestSuite, run_suite
+from cm_gym.evaluators.testrun import TestSuite, new_judge, run_suite
 from cm_gym.types import Action, AgentState, Outcome
 
 logger = logging.getLogger(__name__)
@@ -39,7 +40,12 @@ class CodeEvaluator:
         self.limits = limits or DEFAULT_LIMITS
         self.sandbox = sandbox or Sandbox(self.limits, isolation=isolation)
         self.per_test_timeout = per_test_timeout
+        self.judge = new_judge()
         self.calls = 0
+
+    def close(self) -> None:
+        """Stop the judge process (a later check starts a new one)."""
+        self.judge.close()
 
     def _suite(self, task_meta: Any) -> TestSuite:
         suite = TestSuite.from_dict(task_meta["suite"])
@@ -57,7 +63,7 @@ class CodeEvaluator:
         except PatchError as exc:
             return Outcome(0.0, False, feedback=f"invalid patch: {exc}", status="error", reason=str(exc))
         try:
-            run = run_suite(self.sandbox, suite, program, limits=self.limits)
+            run = run_suite(self.sandbox, suite, program, limits=self.limits, judge=self.judge)
         except SandboxError as exc:
             logger.error("sandbox unavailable: %s", exc)
             return Outcome(0.0, False, feedback=str(exc), status="refused", reason=str(exc))
@@ -70,6 +76,7 @@ class CodeEvaluator:
             "wall_s": round(sb.wall_s, 4) if sb else 0.0,
             "stray_processes_killed": sb.strays_killed if sb else 0,
             "sandbox_uid": sb.uid if sb else None,
+            "peak_rss_mb": sb.peak_rss_mb if sb else 0.0,
         }
         if run.error:
             status = "timeout" if sb is not None and sb.timed_out else "error"

@@ -27,6 +27,8 @@ class HostilePatch:
     what: str
     source: str
     needs: tuple[str, ...] = ()
+    mode: str = "cases"
+    timeout: float = 0.5  # the task's per-test timeout for this patch
 
     def render(self, values: Mapping[str, object]) -> str:
         return Template(self.source).substitute({k: str(v) for k, v in values.items()})
@@ -195,7 +197,7 @@ CORPUS: tuple[HostilePatch, ...] = (
     _p(
         "kill_everything",
         "sends SIGKILL to every process it may signal",
-        "import os, signal\nos.kill(-1, signal.SIGKILL)\n" + _ADD,
+        "import os, signal\nos.kill(-1, signal.SIGKILL)\ndef add(a, b):\n    return 0",
         ("uid",),
     ),
     _p("sys_exit_at_import", "exits while being imported", "import sys\nsys.exit(0)\n" + _ADD),
@@ -254,7 +256,7 @@ CORPUS: tuple[HostilePatch, ...] = (
 )
 
 
-def hostile_task() -> Task:
+def hostile_task(per_test_timeout: float = 0.5) -> Task:
     """The task every hostile patch is checked on: ``add(a, b)`` with three named tests."""
     cases = tuple(
         Case(name, "add(*input_data)", list(args), encode_expected(sum(args)))
@@ -266,7 +268,7 @@ def hostile_task() -> Task:
         module="solution",
         function="add",
         cases=cases,
-        per_test_timeout=0.5,
+        per_test_timeout=per_test_timeout,
         max_timeouts=1,
     )
     buggy = "def add(a, b):\n    return a - b\n"

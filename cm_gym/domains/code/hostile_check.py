@@ -17,13 +17,16 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import cm_gym
 from cm_gym.domains.code.evaluator import CodeEvaluator
 from cm_gym.domains.code.hostile import CORPUS, HostilePatch, hostile_task
+from cm_gym.domains.code.hostile_forgery import hostile_pytest_task
 from cm_gym.evaluators.isolation import processes_of_uid
+from cm_gym.paths import DataNotFoundError, cache_dir, data_root
 from cm_gym.types import Action, AgentState, Outcome
 
 SECRET_VAR = "CM_GYM_TEST_SECRET"
@@ -50,8 +53,10 @@ def available_layers(isolation: str) -> set[str]:
         layers.add("uid")
     if "network-namespace" in isolation:
         layers.add("net")
-    if "private-tmp" in isolation:
+    if "private-tmp" in isolation or "minimal-root" in isolation:
         layers.add("mount")
+    if "minimal-root" in isolation:
+        layers.add("fs")
     return layers
 
 
@@ -106,49 +111,86 @@ def canary_base() -> str:
     return tempfile.gettempdir()
 
 
+def _readable_targets(stack: ExitStack) -> dict[str, Path]:
+    """Files a patch must not see: one of the data folder, the package's generated references,
+    a file in another run's copy (made here) and one in the cache folder (made here)."""
+    targets: dict[str, Path] = {
+        "package_file": Path(cm_gym.__file__).resolve().parent / "domains/code/data/generated_tasks.txt"
+    }
+    with suppress(DataNotFoundError, StopIteration):
+        root = data_root()
+        readme = root / "README.md"
+        targets["data_file"] = (
+            readme if readme.is_file() else next(p for p in sorted(root.iterdir()) if p.is_file())
+        )
+    other = Path(tempfile.mkdtemp(prefix="cm_gym_sbx_"))
+    stack.callback(shutil.rmtree, other, True)
+    os.chmod(other, 0o755)
+    (other / "solution.py").write_text(_ADD_FIXED)
+    os.chmod(other / "solution.py", 0o644)
+    targets["other_task_file"] = other / "solution.py"
+    cached = cache_dir("probes") / f"answer_{secrets.token_hex(4)}.txt"
+    cached.write_text("42")
+    stack.callback(cached.unlink, True)
+    targets["cache_file"] = cached
+    return targets
+
+
+_ADD_FIXED = "def add(a, b):\n    return a + b\n"
+
+
 def check_patch(evaluator: CodeEvaluator, patch: HostilePatch) -> HostileResult:
     """Run one hostile patch and report every containment violation found."""
     layers = available_layers(evaluator.sandbox.isolation)
     missing = [n for n in patch.needs if n not in layers]
     if missing:
         return HostileResult(patch.name, None, 0.0, skipped=f"needs isolation layer(s) {missing}")
+    with ExitStack() as stack:
+        return _check(evaluator, patch, stack)
+
+
+def _check(evaluator: CodeEvaluator, patch: HostilePatch, stack: ExitStack) -> HostileResult:
     canary_dir = Path(tempfile.mkdtemp(prefix="cm_gym_canary_", dir=canary_base()))
+    stack.callback(shutil.rmtree, canary_dir, True)
     os.chmod(canary_dir, 0o755)
     canary = canary_dir / "canary.txt"
     canary.write_text(CANARY_TEXT)
     os.chmod(canary, 0o644)
     marker = secrets.token_hex(6)
+    stack.callback(Path(f"/tmp/cm_gym_pwned_{marker}").unlink, True)
     server = _Server()
-    values = {"canary_dir": canary_dir, "canary_file": canary, "port": server.port, "host_pid": os.getpid(),
-              "marker": marker}  # fmt: skip
-    state = AgentState(hostile_task())
-    start = time.perf_counter()
+    stack.callback(server.close)
+    values: dict[str, object] = {"canary_dir": canary_dir, "canary_file": canary, "port": server.port,
+                                 "host_pid": os.getpid(), "marker": marker}  # fmt: skip
+    values.update(_readable_targets(stack))
     try:
-        with _secret():
-            outcome = evaluator.check(state, Action(patch.render(values)))
-        seconds = time.perf_counter() - start
-        time.sleep(0.05)
-        v: list[str] = []
-        if outcome.solved:
-            v.append("the check passed")
-        if not (outcome.feedback or outcome.reason):
-            v.append("no reason given")
-        if not canary.exists() or canary.read_text() != CANARY_TEXT:
-            v.append("canary file deleted or modified")
-        if canary_dir.exists() and sorted(p.name for p in canary_dir.iterdir()) != ["canary.txt"]:
-            v.append("files written next to the canary")
-        if Path(f"/tmp/cm_gym_pwned_{marker}").exists():
-            v.append("file written to the host's /tmp")
-        if server.connections:
-            v.append(f"{server.connections} connection(s) reached the host")
-        uid = outcome.details.get("sandbox_uid")
-        if uid is not None and processes_of_uid(int(uid)):
-            v.append("sandbox processes left running")
-        return HostileResult(patch.name, outcome, seconds, v)
-    finally:
-        server.close()
-        shutil.rmtree(canary_dir, ignore_errors=True)
-        Path(f"/tmp/cm_gym_pwned_{marker}").unlink(missing_ok=True)
+        source = patch.render(values)
+    except KeyError as exc:  # e.g. no data folder here
+        return HostileResult(patch.name, None, 0.0, skipped=f"no target for {exc}")
+    base = hostile_task(patch.timeout)
+    task = base if patch.mode == "cases" else hostile_pytest_task(base, patch.timeout)
+    start = time.perf_counter()
+    with _secret():
+        outcome = evaluator.check(AgentState(task), Action(source))
+    seconds = time.perf_counter() - start
+    time.sleep(0.05)
+    v: list[str] = []
+    if outcome.solved:
+        v.append("the check passed")
+    if not (outcome.feedback or outcome.reason):
+        v.append("no reason given")
+    if not canary.exists() or canary.read_text() != CANARY_TEXT:
+        v.append("canary file deleted or modified")
+    if canary_dir.exists() and sorted(p.name for p in canary_dir.iterdir()) != ["canary.txt"]:
+        v.append("files written next to the canary")
+    if Path(f"/tmp/cm_gym_pwned_{marker}").exists():
+        v.append("file written to the host's /tmp")
+    if server.connections:
+        v.append(f"{server.connections} connection(s) reached the host")
+    uid = outcome.details.get("sandbox_uid")
+    if uid is not None and processes_of_uid(int(uid)):
+        v.append("sandbox processes left running")
+    return HostileResult(patch.name, outcome, seconds, v)
 
 
 def run_corpus(evaluator: CodeEvaluator, patches: Sequence[HostilePatch] = CORPUS) -> list[HostileResult]:

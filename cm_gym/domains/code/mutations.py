@@ -96,12 +96,35 @@ class _Offsets:
         return start, end
 
 
-def parse(source: str) -> ast.Module | None:
-    """The module AST, or None if `source` is not valid Python."""
+#: deeper syntax trees are refused: the parser, `ast.dump`, `ast.unparse` and visitors recurse
+MAX_AST_DEPTH = 200
+
+
+def parse_or_reason(source: str) -> tuple[ast.Module | None, str]:
+    """The module AST of untrusted `source`, or None and why not. Never raises: a program too
+    deeply nested for the parser (a 5 KB tower of unary operators) or for the recursive AST tools
+    used on it later is refused here, as a syntax error is."""
     try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return None, f"line {exc.lineno}: {exc.msg}"
+    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        return (
+            None,
+            f"{type(exc).__name__}: {str(exc)[:100] or 'the program is too large or too deeply nested'}",
+        )
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_AST_DEPTH:
+            return None, f"the program nests more than {MAX_AST_DEPTH} levels deep"
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return tree, ""
+
+
+def parse(source: str) -> ast.Module | None:
+    """The module AST, or None if `source` is not valid Python (or nests too deeply)."""
+    return parse_or_reason(source)[0]
 
 
 def normalise(source: str) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import re
 
+from cm_gym.domains.code.mutations import parse_or_reason
 from cm_gym.types import CmGymError
 
 MAX_PATCH_CHARS = 50_000
@@ -103,12 +104,9 @@ def apply_patch(original: str, action: str, function: str = "") -> str:
     if len(text) > MAX_PATCH_CHARS:
         raise PatchError(f"patch too long ({len(text)} > {MAX_PATCH_CHARS} characters)")
     program = apply_unified_diff(original, text) if looks_like_diff(text) else text + "\n"
-    try:
-        tree = ast.parse(program)
-    except SyntaxError as exc:
-        raise PatchError(f"patched program is not valid Python: line {exc.lineno}: {exc.msg}") from exc
-    except ValueError as exc:
-        raise PatchError(f"patched program is not valid Python: {exc}") from exc
+    tree, why = parse_or_reason(program)
+    if tree is None:
+        raise PatchError(f"patched program is not valid Python: {why}")
     if function and not any(
         isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function for n in ast.walk(tree)
     ):

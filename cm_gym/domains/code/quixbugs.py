@@ -9,9 +9,10 @@ and, for most, ``json_testcases/NAME.json``. Two ways to run the tests, chosen p
   process (upstream's trusted test code, with the program import removed and our pytest stand-in):
   the parameters, the skip guards and the expected side are evaluated here, only ``EXPR`` runs in
   the sandbox, and the comparison happens back here (so a patch never sees expected values).
-- *pytest*: anything else (the graph programs' hand-written tests) runs upstream's test file in the
-  sandbox, with its assertions rewritten to strict checks, from a copy of the needed files with
-  the copy's root and ``python_testcases`` on ``sys.path`` (as upstream's layout expects).
+- *pytest*: anything else (the graph programs' hand-written tests) runs upstream's test file,
+  unchanged, in the judge (a trusted process), with the program's functions called in the
+  sandbox; the graph nodes the tests build travel by value with identity kept (see
+  `cm_gym.evaluators.wire`). The test file and the JSON data never enter the sandbox.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 from cm_gym.domains.code.bugclass import bug_class_of, strip_docstrings
 from cm_gym.domains.code.program import boundary_of, program_features
 from cm_gym.evaluators import _pytest_shim
-from cm_gym.evaluators.testrun import Case, TestSuite, encode_expected, rewrite_asserts
+from cm_gym.evaluators.testrun import Case, TestSuite, encode_expected
 from cm_gym.paths import data_root
 from cm_gym.types import CmGymError, Task
 
@@ -122,20 +123,25 @@ def _pytest_suite(name: str, root: Path, test_src: str) -> TestSuite:
             tests.extend((f"{fn.name}[{i}]", fn.name, i) for i in range(len(params[1])))
         else:
             tests.append((fn.name, fn.name, None))
-    files = {
-        f"python_testcases/test_{name}.py": rewrite_asserts(test_src),
-        "python_testcases/node.py": (root / "python_testcases" / "node.py").read_text(encoding="utf-8"),
+    node_t = (root / "python_testcases" / "node.py").read_text(encoding="utf-8")
+    node_p = (root / "python_programs" / "node.py").read_text(encoding="utf-8")
+    files = {  # the judge's side: the test file as upstream wrote it, and its data
+        f"python_testcases/test_{name}.py": test_src,
+        "python_testcases/node.py": node_t,
         "python_testcases/load_testdata.py": (root / "python_testcases" / "load_testdata.py").read_text(
             encoding="utf-8"
         ),
-        "python_programs/node.py": (root / "python_programs" / "node.py").read_text(encoding="utf-8"),
+        "python_programs/node.py": node_p,
     }
     if (json_dir / f"{name}.json").exists():
         files[f"json_testcases/{name}.json"] = (json_dir / f"{name}.json").read_text(encoding="utf-8")
+    sandbox_files = {"python_testcases/node.py": node_t, "python_programs/node.py": node_p}
     return TestSuite(
         mode="pytest",
         program_path=f"python_programs/{name}.py",
+        module=f"python_programs.{name}",
         files=files,
+        sandbox_files=sandbox_files,
         test_file=f"python_testcases/test_{name}.py",
         tests=tuple(tests),
         sys_path=(".", "python_testcases"),

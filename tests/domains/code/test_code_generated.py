@@ -10,7 +10,7 @@ import pytest
 
 from cm_gym.domains.code.evaluator import DEFAULT_LIMITS, CodeEvaluator
 from cm_gym.domains.code.generated import DATA_FILE, _load, load_generated_tasks, parse_templates
-from cm_gym.evaluators.sandbox import Sandbox
+from cm_gym.evaluators.testrun import TestSuite, decode
 from cm_gym.types import Action, AgentState, Task
 
 
@@ -65,25 +65,23 @@ def test_lookalike_pairs_differ_in_one_comparison(tasks: list[Task]) -> None:
     assert below.features["boundary"] == "strict" and at_most.features["boundary"] == "inclusive"
 
 
-class SpySandbox(Sandbox):
-    """Records the files each run stages."""
-
-    staged: list[dict[str, object]] = []
-
-    def run(self, argv, files, **kw):  # type: ignore[no-untyped-def, override]
-        self.staged.append(dict(files))
-        return super().run(argv, files, **kw)
-
-
 def test_expected_outputs_never_enter_the_sandbox(tasks: list[Task]) -> None:
+    """The reference program, extended to search every file it can see (its whole copy) for the
+    expected outputs: found nowhere, so it still solves the task."""
     task = next(t for t in tasks if t.meta["template"] == "histogram")
-    spy = SpySandbox(DEFAULT_LIMITS)
-    outcome = CodeEvaluator(sandbox=spy).check(AgentState(task), Action(task.reference))
-    assert outcome.solved
-    (files,) = spy.staged
-    config = json.loads(str(files["_cm_config.json"]))
-    assert all(set(test) == {"name", "expr", "input"} for test in config["tests"])
-    assert "expected" not in json.dumps(config) and "{'a': 3" not in "".join(map(str, files.values()))
+    suite = TestSuite.from_dict(task.meta["suite"])
+    needles = [json.dumps(c.expected) for c in suite.cases] + [repr(decode(c.expected)) for c in suite.cases]
+    needles = [n for n in needles if len(n) >= 10]  # distinctive ones ("{}" is in any Python file)
+    assert len(needles) >= 4
+    scan = (
+        "\nimport os as _os\n_N = " + repr(needles) + "\n"
+        "for _r, _d, _fs in _os.walk('.'):\n    for _f in _fs:\n        _p = _os.path.join(_r, _f)\n"
+        "        if _p.endswith('solution.py'):\n            continue\n"
+        "        _t = open(_p, errors='replace').read()\n"
+        "        if any(n in _t for n in _N):\n            raise RuntimeError('expected output found in ' + _p)\n"
+    )
+    outcome = CodeEvaluator(limits=DEFAULT_LIMITS).check(AgentState(task), Action(task.reference + scan))
+    assert outcome.solved, outcome.feedback
 
 
 def test_data_file_parses_into_templates_with_tests_and_bugs() -> None:

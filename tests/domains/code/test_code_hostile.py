@@ -10,6 +10,7 @@ import pytest
 from cm_gym.domains.code.evaluator import CodeEvaluator
 from cm_gym.domains.code.hostile import CORPUS, HostilePatch, hostile_task
 from cm_gym.domains.code.hostile_check import available_layers, check_patch
+from cm_gym.domains.code.hostile_forgery import FORGERY
 from cm_gym.evaluators.sandbox import Limits
 from cm_gym.types import Action, AgentState
 
@@ -30,7 +31,7 @@ def test_corpus_is_large_and_uniquely_named() -> None:
     assert {p.name for p in CORPUS} >= SLOWISH
 
 
-@pytest.mark.parametrize("patch", CORPUS, ids=lambda p: p.name)
+@pytest.mark.parametrize("patch", CORPUS + FORGERY, ids=lambda p: p.name)
 def test_hostile_patch_is_contained(evaluator: CodeEvaluator, patch: HostilePatch) -> None:
     missing = set(patch.needs) - available_layers(evaluator.sandbox.isolation)
     if missing:
@@ -38,7 +39,9 @@ def test_hostile_patch_is_contained(evaluator: CodeEvaluator, patch: HostilePatc
         if os.environ.get("CI") and os.geteuid() == 0:
             pytest.fail(msg)
         pytest.skip(msg)
-    result = check_patch(evaluator, patch)
+    result = check_patch(evaluator, patch)  # never raises: no input may crash the evaluator
+    if result.skipped:
+        pytest.skip(result.skipped)
     assert result.outcome is not None
     assert result.contained, f"{patch.name}: {result.violations} ({result.outcome.feedback})"
     assert not result.outcome.solved and result.outcome.score < 1.0
