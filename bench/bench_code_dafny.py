@@ -1,8 +1,8 @@
 """Benchmark the code-repair and Dafny world models and their sandbox.
 
-Prints: the isolation applied; checks/s of both world models and the sandbox's overhead as a
-ratio to running the same tests / the same `dafny` command in a plain subprocess (measured in the
-same run); real pytest's time on the same QuixBugs tests; the hostile-patch corpus outcomes;
+Prints: the isolation applied; checks/s of both world models and the isolation layers' overhead
+as a ratio to the same checks with limits only (code) / the same `dafny` command in a plain
+subprocess (measured in the same run); real pytest's time on the same QuixBugs tests; the hostile-patch corpus outcomes;
 QuixBugs counts (fixed → 1.0, buggy < 1.0); DafnyBench counts (ground truth verifies; what the
 hints-removed file gives).
 
@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -30,7 +28,6 @@ from cm_gym.domains.code.evaluator import CodeEvaluator
 from cm_gym.domains.code.generated import load_generated_tasks
 from cm_gym.domains.code.hostile_check import run_corpus
 from cm_gym.evaluators.sandbox import Limits, Sandbox
-from cm_gym.evaluators.testrun import RUNNER_SOURCE, SHIM_SOURCE, TestSuite
 from cm_gym.types import Action, AgentState, Task
 
 
@@ -41,38 +38,6 @@ def _spread(tasks: list[Task], n: int) -> list[Task]:
     return [tasks[int(i * step)] for i in range(n)]
 
 
-def plain_suite_run(python: str, suite: TestSuite, program: str) -> float:
-    """The same runner and files in a temp dir, in a plain subprocess (no sandbox); seconds."""
-    nonce = secrets.token_hex(8)
-    config: dict[str, Any] = {"mode": suite.mode, "sys_path": list(suite.sys_path),
-                              "per_test_timeout": suite.per_test_timeout, "max_timeouts": suite.max_timeouts}  # fmt: skip
-    if suite.mode == "cases":
-        config.update(module=suite.module, function=suite.function,
-                      tests=[{"name": c.name, "expr": c.expr, "input": c.input} for c in suite.cases])  # fmt: skip
-    else:
-        config.update(
-            test_file=suite.test_file, tests=[{"name": n, "func": f, "index": i} for n, f, i in suite.tests]
-        )
-    files = {"_cm_runner.py": RUNNER_SOURCE, "pytest.py": SHIM_SOURCE, **suite.files, suite.program_path: program,
-             "_cm_config.json": json.dumps(config)}  # fmt: skip
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as d:
-        for rel, text in files.items():
-            (Path(d) / rel).parent.mkdir(parents=True, exist_ok=True)
-            (Path(d) / rel).write_text(text)
-        r, w = os.pipe()
-        proc = subprocess.Popen([python, "-I", "-S", "_cm_runner.py", str(w)], cwd=d, stdin=subprocess.PIPE,
-                                pass_fds=(w,))  # fmt: skip
-        os.close(w)
-        proc.stdin.write((nonce + "\n").encode())  # type: ignore[union-attr]
-        proc.stdin.close()  # type: ignore[union-attr]
-        while os.read(r, 65536):
-            pass
-        os.close(r)
-        proc.wait()
-    return time.perf_counter() - start
-
-
 def bench_code(n: int) -> dict[str, Any]:
     ev = CodeEvaluator()
     tasks = _spread(load_generated_tasks(), n)
@@ -81,13 +46,15 @@ def bench_code(n: int) -> dict[str, Any]:
     for t in tasks:
         solved += ev.check(AgentState(t), Action(t.reference)).solved
     sandboxed = time.perf_counter() - start
-    plain = sum(
-        plain_suite_run(ev.sandbox.python, TestSuite.from_dict(t.meta["suite"]), t.reference) for t in tasks
-    )
+    bare = CodeEvaluator(isolation="none")  # the same judge and tests, limits only (no namespaces/uid/tree)
+    start = time.perf_counter()
+    for t in tasks:
+        bare.check(AgentState(t), Action(t.reference))
+    plain = time.perf_counter() - start
     out = {"tasks": len(tasks), "reference_solved": solved, "checks_per_s": len(tasks) / sandboxed,
            "plain_checks_per_s": len(tasks) / plain, "overhead_ratio": sandboxed / plain}  # fmt: skip
     print(f"[code] generated: {len(tasks)} checks, {out['checks_per_s']:.2f} checks/s sandboxed vs "
-          f"{out['plain_checks_per_s']:.2f}/s plain subprocess -> overhead x{out['overhead_ratio']:.2f}; "
+          f"{out['plain_checks_per_s']:.2f}/s with limits only -> isolation overhead x{out['overhead_ratio']:.2f}; "
           f"reference solved {solved}/{len(tasks)}")  # fmt: skip
     return out
 

@@ -79,6 +79,9 @@ class SQLEvaluator:
         self._engine = Engine()
         self._worker: Worker | None = None
         self._references: dict[tuple[str, str], _Reference] = {}
+        #: where the last query ran ("process" or "worker") and the worker's peak memory (MB, when
+        #: the worker tracks memory); for diagnostics and benchmarks
+        self.last_run: dict[str, Any] = {}
 
     # -- pickling (vector envs in subprocesses): connections are reopened on demand ---------
     def __getstate__(self) -> dict[str, Any]:
@@ -114,9 +117,11 @@ class SQLEvaluator:
             return None, vetting.status, vetting.reason
         args = (path, sql, immutable, self.budget_s, self.row_cap, self.memory_mb << 20, self.progress_steps)
         if self.isolation == "none" or (self.isolation == "auto" and vetting.bounded):
+            self.last_run = {"where": "process"}
             rows, ncols, status, reason = self._engine.run(*args)
         else:
             res = self.worker.call("run_query", *args, timeout=self.budget_s + KILL_GRACE_S)
+            self.last_run = {"where": "worker", "why": vetting.why_unbounded, "peak_mb": res.peak_rss_mb}
             if res.ok:
                 rows, ncols, status, reason = res.value
             elif res.status == "timeout":

@@ -11,69 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cm_gym.domains.dafny.annotations import AnnotationError, extract_annotations
+from cm_gym.domains.dafny.hostile import AFTER_LOOP, PROBES, SUM, after_loop
 from cm_gym.domains.dafny.tokens import tokenize
 from cm_gym.types import Action, AgentState, Task
 
-SUM = """method Sum(n: nat) returns (s: nat)
-  ensures s == n * (n + 1) / 2
-{
-  s := 0;
-  var i := 0;
-  while i < n
-  {
-    i := i + 1;
-    s := s + i;
-  }
-}
-"""
-COLLATZ = """method Collatz(n: nat)
-{
-  var x := n;
-  while x > 1
-  {
-    if x % 2 == 0 { x := x / 2; } else { x := 3 * x + 1; }
-  }
-}
-"""
-AFTER_LOOP = "  }\n}"
 
-
-def _after_loop(text: str) -> str:
-    return SUM.replace(AFTER_LOOP, "  }\n" + text + "\n}")
-
-
-#: (name, program, action): each one verifies with Dafny 2.3 or changes the program; all refused
-PROBES = [
-    ("code_after_annotation_on_the_same_line", SUM, _after_loop("  assert true; s := n * (n + 1) / 2;")),
-    ("assume_hidden_between_comment_markers_in_strings", SUM,
-     _after_loop('  assert "/*" != "";\n  assume false;\n  assert "*/" != "";')),
-    ("code_hidden_between_comment_markers_in_strings", SUM,
-     _after_loop('  assert "/*" != "";\n  s := n * (n + 1) / 2;\n  assert "*/" != "";')),
-    ("decreases_star_on_method_and_loop", COLLATZ,
-     COLLATZ.replace("(n: nat)\n", "(n: nat)\n  decreases *\n").replace("x > 1\n", "x > 1\n    decreases *\n")),
-    ("decreases_star_in_a_list", COLLATZ, COLLATZ.replace("x > 1\n", "x > 1\n    decreases x, *\n")),
-    ("assume", SUM, _after_loop("  assume s == n * (n + 1) / 2;")),
-    ("assume_after_isolated_cr_ending_a_line_comment", SUM, _after_loop("  // note\r  assume false;")),
-    ("axiom_attribute", SUM, _after_loop("  assert {:axiom} s == n * (n + 1) / 2;")),
-    ("attribute_split_over_lines", SUM, _after_loop("  assert {:\n   axiom} s == n * (n + 1) / 2;")),
-    ("verify_false_attribute_in_loop_header", SUM, SUM.replace("while i < n\n", "while i < n\n    invariant {:verify false} true\n")),
-    ("new_statement", SUM, _after_loop("  s := n * (n + 1) / 2;")),
-    ("new_loop", SUM, _after_loop("  while true decreases * { }")),
-    ("new_loop_inside_an_assertion_line", SUM, _after_loop("  assert true; while true { }")),
-    ("body_change", SUM, SUM.replace("s := s + i;", "s := s + i + 0;")),
-    ("removed_statement", SUM, SUM.replace("    s := s + i;\n", "")),
-    ("weakened_postcondition", SUM, SUM.replace("ensures s == n * (n + 1) / 2", "ensures true")),
-    ("unterminated_block_comment_hides_the_rest", SUM, SUM.replace("  s := 0;\n", "  s := 0;\n  /*\n")),
-    ("verbatim_string_hides_nothing", SUM, _after_loop('  assert @"*/ assume false; /*" != "";\n  assume false;')),
-    ("invariant_followed_by_code", SUM, SUM.replace("while i < n\n", "while i < n\n    invariant true s := 0;\n")),
-    ("assertion_swallowing_a_statement", SUM, SUM.replace("    s := s + i;\n", "    assert s := s + i;\n")),
-    ("lemma_added", SUM, SUM + "lemma {:axiom} Cheat() ensures false\n"),
-    ("include_added", SUM, 'include "/etc/passwd"\n' + SUM),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize(("name", "program", "action"), PROBES, ids=[p[0] for p in PROBES])
-def test_annotation_trick_is_refused_with_a_reason(name: str, program: str, action: str) -> None:
+@pytest.mark.parametrize(("name", "kind", "program", "action"), PROBES, ids=[p[0] for p in PROBES])
+def test_annotation_trick_is_refused_with_a_reason(name: str, kind: str, program: str, action: str) -> None:
     with pytest.raises(AnnotationError) as info:
         extract_annotations(program, action)
     assert str(info.value)
@@ -85,14 +29,14 @@ def test_refusal_is_a_scored_outcome_not_an_exception() -> None:
     evaluator = DafnyEvaluator.__new__(DafnyEvaluator)  # the check refuses before any verifier runs
     evaluator.calls = 0
     task = Task("dafny-probe", "dafny", "p", "probe", SUM, meta={"program": SUM})
-    outcome = evaluator.check(AgentState(task), Action(_after_loop("  assert true; s := n * (n + 1) / 2;")))
+    outcome = evaluator.check(AgentState(task), Action(after_loop("  assert true; s := n * (n + 1) / 2;")))
     assert outcome.status == "error" and outcome.score == 0.0 and not outcome.solved and outcome.reason
 
 
 def test_comments_are_removed_as_dafny_removes_them() -> None:
-    nested = _after_loop("  /* outer /* inner */ assume false; still comment */")
+    nested = after_loop("  /* outer /* inner */ assume false; still comment */")
     assert extract_annotations(SUM, nested) == []  # Dafny nests: nothing was added
-    verbatim = _after_loop('  assert @"a "" // */ b" != "";')
+    verbatim = after_loop('  assert @"a "" // */ b" != "";')
     assert [a.keyword for a in extract_annotations(SUM, verbatim)] == ["assert"]
     toks = [t.text for t in tokenize("x'/*c*/ 'a' 'b'c \"//\" y // z\r w /* /* */ */ v")]
     assert toks == ["x'", "'a'", "'b'c", '"//"', "y", "w", "v"]

@@ -13,29 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cm_gym.domains.sql.evaluator import SQLEvaluator
+from cm_gym.domains.sql.probes import BACKTRACKING, MEMORY, UNINTERRUPTIBLE
 from cm_gym.domains.sql.vetting import _OPAQUE, mask, vet
 from cm_gym.types import Action, AgentState, Task
 
 TaskFactory = Callable[..., Task]
-
-#: inputs that made the old statement regexes backtrack exponentially (each ~100 characters)
-BACKTRACKING = [
-    "/**/" * 40 + "x",
-    "/**/" * 40 + "drop",
-    "--\n" * 30 + "/**/" * 30 + "valuez",
-    " /**/" * 35 + ";",
-]
-#: one SQLite call the progress handler cannot interrupt (4-9 s inside one instr)
-UNINTERRUPTIBLE = [
-    "SELECT instr(printf('%.*c',999999,'a'), printf('%.*c',99999,'a')||'b')",
-    "SELECT instr(hex(zeroblob(499999)), printf('%.*c',60000,'0')||'1')",
-]
-#: memory that grows without the progress handler noticing (~1 GB on the old evaluator)
-MEMORY = [
-    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 9000) SELECT zeroblob(900000) FROM r",
-    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 9000) "
-    "SELECT printf('%.*c', 900000, 'x') FROM r",
-]
 
 
 @pytest.mark.timeout(60)
