@@ -10,6 +10,7 @@ members. Parse and resolution errors produce no such lines and are reported as s
 from __future__ import annotations
 
 import logging
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -132,7 +133,10 @@ class DafnyVerifier:
     ) -> None:
         self.dafny = find_dafny()
         self.limits = limits or DEFAULT_LIMITS
-        self.sandbox = sandbox or Sandbox(self.limits)
+        # a Dafny outside the system dirs (CM_GYM_DAFNY) must be visible in the minimal file tree
+        self.sandbox = sandbox or Sandbox(
+            self.limits, extra_paths=(os.path.dirname(os.path.realpath(self.dafny)),)
+        )
         self.time_limit = int(time_limit)
 
     def argv(self, filename: str = "task.dfy") -> list[str]:
