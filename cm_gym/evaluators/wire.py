@@ -167,6 +167,15 @@ def decode(table, roots, existing=(), classes=None, max_items=MAX_ITEMS):
 
 def decode_all(table, roots, existing=(), classes=None, max_items=MAX_ITEMS):
     """(values of `roots`, objects by table index): `decode` plus what copy-restore needs."""
+    try:
+        return _decode_all(table, roots, existing, classes, max_items)
+    except WireError:
+        raise
+    except (TypeError, ValueError, AttributeError, RecursionError, MemoryError, OverflowError) as exc:
+        raise WireError(f"malformed value ({type(exc).__name__})") from None
+
+
+def _decode_all(table, roots, existing, classes, max_items):
     _check(table, roots, max_items)
     objs = [None] * len(table)
     done = [False] * len(table)

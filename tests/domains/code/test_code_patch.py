@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cm_gym.domains.code.patch import PatchError, apply_patch, looks_like_diff
 
@@ -50,3 +52,23 @@ def test_diff_line_numbers_are_only_hints() -> None:
 def test_malformed_patches_are_refused_with_a_reason(action: str, why: str) -> None:
     with pytest.raises(PatchError, match=why):
         apply_patch(BUGGY, action, "count_below")
+
+
+# -- fuzzing (issue 14): any action text is a program, a PatchError, never another exception -----
+
+_ORIGINAL = "def add(a, b):\n    x = a\n    return x + b\n"
+_LINES = ["@@ -1,2 +1,2 @@", "@@ -9 +9 @@", "--- a/x.py", "+++ b/x.py", " def add(a, b):", "-    x = a",
+          "+    x = a + 0", "     return x + b", "+", "-", " ", "\\ No newline", "def add(a, b):", "    return -" * 3,
+          "(" * 50, "-" * 3000 + "a"]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_LINES), max_size=12).map("\n".join))
+def test_any_action_text_is_a_program_or_a_patch_error(text: str) -> None:
+    try:
+        program = apply_patch(_ORIGINAL, text, "add")
+    except PatchError as exc:
+        assert str(exc)
+        return
+    compile(program, "<patched>", "exec")  # what passes is valid Python that defines add
+    assert "def add(" in program
