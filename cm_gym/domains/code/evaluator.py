@@ -54,8 +54,17 @@ class CodeEvaluator:
         return suite
 
     def check(self, state: AgentState, action: Action) -> Outcome:
-        """Score `action` (a full program or a unified diff) on a fork of `state`'s task."""
+        """Score `action` (a full program or a unified diff) on a fork of `state`'s task. Never
+        raises for what the action is or does."""
         self.calls += 1
+        try:
+            return self._check(state, action)
+        except (RecursionError, MemoryError) as exc:  # defence in depth: each step already bounds these
+            logger.warning("code check stopped by %s", type(exc).__name__)
+            why = f"the action could not be checked ({type(exc).__name__})"
+            return Outcome(0.0, False, feedback=why, status="error", reason=why)
+
+    def _check(self, state: AgentState, action: Action) -> Outcome:
         task = state.task
         suite = self._suite(task.meta)
         try:
