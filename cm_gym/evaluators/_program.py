@@ -1,7 +1,8 @@
 """In-sandbox side of a judged test run (stdlib only; copied into the sandbox as ``_cm_program.py``).
 
 Usage: ``python -I -S _cm_program.py REQUEST_FD REPLY_FD`` in the sandbox copy, with
-``_cm_program.json`` (the module to import, ``sys.path`` entries) and ``_cm_wire.py`` next to it.
+``_cm_program.json`` (the module to import, ``sys.path`` entries), ``_cm_wire.py`` and
+``_cm_frames.py`` next to it.
 It imports the program on the first request and answers requests from the judge, one at a time:
 ``("call", function, table, roots, kwarg_names)`` calls a function of the program with the
 decoded arguments; ``("eval", expr, table, roots, names, function)`` evaluates an expression with
@@ -15,27 +16,7 @@ import importlib
 import json
 import os
 import pickle
-import struct
 import sys
-
-_HEADER = struct.Struct("<Q")
-
-
-def _read_exact(fd, n):
-    chunks = []
-    while n:
-        chunk = os.read(fd, min(n, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
-def _write(fd, data):
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _describe(exc):
@@ -52,13 +33,12 @@ def main():
         cfg = json.load(f)
     sys.path[:0] = cfg["sys_path"]
     wire = importlib.import_module("_cm_wire")
-    dumps, loads, write, exit_ = pickle.dumps, pickle.loads, _write, os._exit  # bound before any program code
+    frames = importlib.import_module("_cm_frames")
+    dumps, loads, exit_ = pickle.dumps, pickle.loads, os._exit  # bound before any program code
+    read, write = frames.read_frame, frames.write_frame
     module = None
     while True:
-        head = _read_exact(req, _HEADER.size)
-        if head is None:
-            exit_(0)
-        body = _read_exact(req, _HEADER.unpack(head)[0])
+        body = read(req)
         if body is None:
             exit_(0)
         msg = loads(body)

@@ -13,41 +13,33 @@ import contextlib
 import ctypes
 import importlib
 import importlib.machinery
+import importlib.util
 import os
 import pickle
 import resource
 import signal
-import struct
 import sys
 import types
 
-_HEADER = struct.Struct("<Q")
 PR_SET_PDEATHSIG = 1
 
 
-def _read_exact(fd, n):
-    chunks = []
-    while n:
-        chunk = os.read(fd, min(n, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
+def _load_frames():
+    """`_frames.py` next to this script, loaded by path (importing the package would run its
+    ``__init__``)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_frames.py")
+    spec = importlib.util.spec_from_file_location("_cm_frames", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_frames = _load_frames()
 
 
 def _read_frame(fd):
-    head = _read_exact(fd, _HEADER.size)
-    if head is None:
-        return None
-    body = _read_exact(fd, _HEADER.unpack(head)[0])
+    body = _frames.read_frame(fd)
     return None if body is None else pickle.loads(body)
-
-
-def _write_frame(fd, data):
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _status_kb(field):
@@ -122,7 +114,7 @@ def _reply(fd, status, value, peak, max_bytes):
         data = pickle.dumps(("error", "the result cannot be sent back: " + _describe(exc), peak))
     if len(data) > max_bytes:
         data = pickle.dumps(("budget", f"the result is larger than {max_bytes} bytes", peak))
-    _write_frame(fd, data)
+    _frames.write_frame(fd, data)
 
 
 def main():

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import struct
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from cm_gym.evaluators import wire
+from cm_gym.evaluators._frames import HEADER, write_frame
 from cm_gym.evaluators._process import MemoryWatch, wait_readable
 from cm_gym.evaluators.bounded import UntrustedValueError, loads_plain
 from cm_gym.evaluators.sandbox import Limits, Sandbox, Session
@@ -39,7 +39,7 @@ from cm_gym.evaluators.sandbox import Limits, Sandbox, Session
 _HERE = Path(__file__).parent
 PROGRAM_SOURCE = (_HERE / "_program.py").read_text(encoding="utf-8")
 WIRE_SOURCE = (_HERE / "wire.py").read_text(encoding="utf-8")
-_HEADER = struct.Struct("<Q")
+FRAMES_SOURCE = (_HERE / "_frames.py").read_text(encoding="utf-8")
 MAX_REPLY_BYTES = 16 << 20
 
 
@@ -76,7 +76,7 @@ class ProgramSession:
         self.sandbox = sandbox
         self.limits = limits or sandbox.limits
         staged = dict(files)
-        staged.update({"_cm_program.py": PROGRAM_SOURCE, "_cm_wire.py": WIRE_SOURCE,
+        staged.update({"_cm_program.py": PROGRAM_SOURCE, "_cm_wire.py": WIRE_SOURCE, "_cm_frames.py": FRAMES_SOURCE,
                        "_cm_program.json": json.dumps({"module": module, "sys_path": list(sys_path)})})  # fmt: skip
         self.session: Session = sandbox.session(staged, limits=self.limits, uid=uid, parent_dir=parent_dir)
         self.cpu_s = cpu_s
@@ -163,7 +163,7 @@ class ProgramSession:
             self._stop()
             self._start()
         try:
-            _send(self.req, pickle.dumps(build(table, slots), protocol=4))
+            write_frame(self.req, pickle.dumps(build(table, slots), protocol=4))
         except OSError:
             return self._fail("crash", "the program process died")
         data, why = _recv(self.rep, MAX_REPLY_BYTES, deadline, self.session.watch)
@@ -209,17 +209,11 @@ class ProgramSession:
         return f"the program process exited (status {rc})"
 
 
-def _send(fd: int, data: bytes) -> None:
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _recv(fd: int, cap: int, deadline: float, watch: MemoryWatch | None) -> tuple[bytes | None, str]:
     """One length-prefixed frame, read within the deadline: (data, "") or (None, "timeout" |
     "memory" | "crash" | "error")."""
     chunks: list[bytes] = []
-    need, header = _HEADER.size, True
+    need, header = HEADER.size, True
     while need:
         why = wait_readable(fd, deadline, watch)
         if why:
@@ -233,7 +227,7 @@ def _recv(fd: int, cap: int, deadline: float, watch: MemoryWatch | None) -> tupl
         chunks.append(chunk)
         need -= len(chunk)
         if not need and header:
-            size = _HEADER.unpack(b"".join(chunks))[0]
+            size = HEADER.unpack(b"".join(chunks))[0]
             if size > cap:
                 return None, "error"
             chunks, need, header = [], size, False

@@ -44,7 +44,6 @@ import os
 import pickle
 import select
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -56,13 +55,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from cm_gym.evaluators._frames import read_frame, write_frame
 from cm_gym.evaluators.bounded import DEFAULT_MAX_DEPTH, DEFAULT_MAX_NODES, UntrustedValueError, loads_plain
 from cm_gym.types import CmGymError
 
 logger = logging.getLogger(__name__)
 
 MAIN = str(Path(__file__).with_name("_worker_main.py"))
-_HEADER = struct.Struct("<Q")
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
 
@@ -268,7 +267,7 @@ class Worker:
             "max_reply_bytes": self.max_reply_bytes,
         }
         try:
-            _write(proc.req, pickle.dumps(setup, protocol=5))
+            write_frame(proc.req, pickle.dumps(setup, protocol=5))
             reply = self._await(proc, time.perf_counter() + self.start_timeout, watch=False)
         except OSError as exc:
             reply = ("error", f"worker set-up failed: {exc}", None)
@@ -299,7 +298,7 @@ class Worker:
             except Exception as exc:  # noqa: BLE001 - e.g. a lambda among the arguments
                 return WorkerResult("error", error=f"arguments cannot be sent to the worker: {exc}")
             try:
-                _write(proc.req, payload)
+                write_frame(proc.req, payload)
                 status, value, peak_kb = self._await(proc, t0 + timeout, watch=True)
             except OSError as exc:
                 status, value, peak_kb = "error", f"the worker stopped ({exc})", None
@@ -332,13 +331,7 @@ class Worker:
                 break
             if cap and proc.rss() > cap:
                 return "budget", f"the memory cap of {self.memory_mb} MB was exceeded (worker killed)", None
-        head = _read_exact(proc.rep, _HEADER.size)
-        if head is None:
-            return "crash", self._death(proc), None
-        size = _HEADER.unpack(head)[0]
-        if size > self.max_reply_bytes + 1024:
-            return "crash", f"reply of {size} bytes exceeds the limit", None
-        body = _read_exact(proc.rep, size)
+        body = read_frame(proc.rep, cap=self.max_reply_bytes + 1024)  # a trusted writer: it does not stall
         if body is None:
             return "crash", self._death(proc), None
         try:
@@ -369,26 +362,6 @@ class Worker:
 
 def _mb(kb: Any) -> float | None:
     return round(kb / 1024, 1) if isinstance(kb, int) else None
-
-
-def _write(fd: int, data: bytes) -> None:
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _read_exact(fd: int, n: int) -> bytes | None:
-    chunks = []
-    while n:
-        try:
-            chunk = os.read(fd, min(n, 1 << 20))
-        except OSError:
-            return None
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
 
 
 @atexit.register

@@ -11,20 +11,10 @@ from cm_gym.domains.dafny.annotations import (
     remove_annotation,
     replace_annotation,
 )
+from cm_gym.domains.dafny.hostile import SUM
 from cm_gym.types import Task
 
-PROGRAM = """method Sum(n: nat) returns (s: nat)
-  ensures s == n * (n + 1) / 2
-{
-  s := 0;
-  var i := 0;
-  while i < n
-  {
-    i := i + 1;
-    s := s + i;
-  }
-}
-"""
+PROGRAM = SUM  # the hints-removed Sum program of the probe corpus
 ANNOTATED = PROGRAM.replace(
     "  while i < n\n",
     "  while i < n\n    invariant 0 <= i <= n\n    invariant s == i * (i + 1) / 2\n    decreases n - i\n",
