@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -46,14 +47,19 @@ def _spread(tasks: list[Task], n: int) -> list[Task]:
     return [tasks[int(i * step)] for i in range(n)]
 
 
-def plain_coqc(coqc: str, text: str) -> float:
-    """The check file in a temp dir under plain ``coqc`` (no sandbox); seconds."""
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def plain_coqc(coqc: str, text: str) -> tuple[float, float]:
+    """The check file in a temp dir under plain ``coqc`` (no sandbox): (wall s, CPU s)."""
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / FILENAME).write_text(text)
-        start = time.perf_counter()
+        cpu, start = _children_cpu(), time.perf_counter()
         subprocess.run([coqc, "-q", "-no-glob", "-o", str(Path(d) / "task.vo"), FILENAME], cwd=d,
                        capture_output=True, check=False)  # fmt: skip
-        return time.perf_counter() - start
+        return time.perf_counter() - start, _children_cpu() - cpu
 
 
 def bench_overhead(tasks: list[Task], rounds: int) -> None:

@@ -12,6 +12,7 @@ from cm_gym.domains.math.errormodel import math_error_model
 from cm_gym.domains.math.lines import split_lines
 from cm_gym.domains.math.proofs import read_table
 from cm_gym.domains.math.records import PREDICATES, contrast_key, distil_script, transfer
+from cm_gym.domains.math.script import extract_proof
 from cm_gym.types import Evaluator, Task
 
 
@@ -56,3 +57,7 @@ class MathDomain(Domain):
 
     def apply_contrast(self, task: Task, draft: str, a_minus: str, a_plus: str) -> str | None:
         return transfer(draft, a_minus, a_plus)
+
+    def parse_action(self, text: str) -> str:
+        """The fenced block (or the reply), with a restated theorem reduced to its proof script."""
+        return extract_proof(super().parse_action(text))

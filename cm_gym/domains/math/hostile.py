@@ -122,6 +122,15 @@ CORPUS: tuple[HostileScript, ...] = (
     _h("too_many_sentences", "has too many sentences", "idtac.\n" * 150),
     _h("giant_sentence", "has a giant sentence", "intros; " + "idtac; " * 400 + "lia."),
     _h("empty_script", "is empty", ""),
+    _h("nul_byte", "hides a NUL byte between sentences", "intros.\x00\nlia."),
+    _h("escape_sequence", "carries a terminal escape", "intros.\x1b[2J\nlia."),
+    _h("brace_bomb", "opens thousands of focus blocks", "{ " * 3000 + "idtac."),
+    _h(
+        "unicode_comment",
+        "comments in Unicode",
+        "Require Import Lia.\n(* ∀ n, n + 0 = n — by lia *)\nintros.\nlia.",
+        "harmless",
+    ),  # fmt: skip
     _h("only_comments", "is only a comment", "(* nothing *)"),
     # -- runaway CPU, memory, output (Coq runs these) --------------------------------------------
     _h("ltac_infinite_loop", "recurses forever", "intros.\nlet rec f x := f x in f 0.", "contained"),

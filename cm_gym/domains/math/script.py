@@ -20,7 +20,8 @@ Refused (`ScriptError`, one message naming the sentence and the fix):
   Export] M…`` (every M resolved against the installed standard library by the checker),
   ``Import``/``Export M…`` and ``[Local] Open Scope s``. The checker runs the header *inside* the
   proof, after ``Proof.``, so nothing a script loads can change how the statement was read;
-- more than `MAX_SCRIPT_CHARS` characters or `MAX_SENTENCES` sentences; unterminated comments.
+- more than `MAX_SCRIPT_CHARS` characters or `MAX_SENTENCES` sentences; unterminated comments;
+  control characters (NUL …).
 """
 
 from __future__ import annotations
@@ -127,6 +128,9 @@ def parse_script(text: str) -> ProofScript:
     """Vet and split `text` (see module doc); `ScriptError` on anything refused."""
     if len(text) > MAX_SCRIPT_CHARS:
         raise ScriptError(f"proof script too long ({len(text)} > {MAX_SCRIPT_CHARS} characters)")
+    control = next((c for c in text if ord(c) < 32 and c not in "\n\t\r" or ord(c) == 127), None)
+    if control is not None:
+        raise ScriptError(f"control character {ord(control):#04x} in the script; send plain text")
     try:
         clean = strip_comments(text)
         if '"' in clean:
@@ -229,3 +233,29 @@ def _vet_tactic(sentence: str, index: int) -> None:
         raise ScriptError(f"sentence {index} uses a forbidden tactic ({', '.join(bad)}): {sentence[:60]!r}")
     if "#[" in body or "#" in words(body)[:1]:
         raise ScriptError(f"sentence {index}: attributes are not allowed: {sentence[:60]!r}")
+
+
+_THEOREM_HEADS = ("Theorem", "Lemma", "Example", "Corollary", "Proposition", "Fact", "Remark", "Goal")
+
+
+def extract_proof(text: str) -> str:
+    """A model's reply that restates the theorem (``Theorem t : … . Proof. tactics Qed.``) as a
+    script: the header commands before the theorem, then the sentences between ``Proof.`` and
+    ``Qed.``/``Defined.``. The restated statement is dropped, never checked (the task's own
+    statement is). Text without a theorem sentence, or that does not lex, is returned unchanged
+    (vetting then says what is wrong)."""
+    try:
+        sentences = split_sentences(strip_comments(text))
+    except CoqSyntaxError:
+        return text
+    heads = [first_word(s.text) if s.kind == "command" else "" for s in sentences]
+    theorem = next((i for i, h in enumerate(heads) if h in _THEOREM_HEADS), None)
+    if theorem is None:
+        return text
+    start = next((i for i in range(theorem + 1, len(sentences)) if sentences[i].text == "Proof."), None)
+    if start is None:
+        return text
+    end = next((i for i in range(start + 1, len(sentences)) if sentences[i].text in _ENDINGS), len(sentences))
+    header = [s.text for s, h in zip(sentences[:theorem], heads, strict=False) if h in _HEADER_HEADS]
+    body = [s.text for s in sentences[start + 1 : end]]
+    return "\n".join(header + body)

@@ -72,3 +72,18 @@ def test_canonical_script_keeps_requires_first_and_drops_proof_qed_and_comments(
 def test_refused_scripts_name_the_problem(script: str, why: str) -> None:
     with pytest.raises(ScriptError, match=why):
         parse_script(script)
+
+
+def test_a_reply_that_restates_the_theorem_is_reduced_to_its_proof() -> None:
+    from cm_gym.domains.math.domain import MathDomain
+
+    reply = (
+        "Sure:\n```coq\nRequire Import Reals Lra.\nOpen Scope R_scope.\n(* restated, never checked *)\n"
+        "Theorem t : 1 + 1 = 3.\nProof.\n  intros.\n  lra.\nQed.\n```"
+    )
+    assert MathDomain().parse_action(reply) == "Require Import Reals Lra.\nOpen Scope R_scope.\nintros.\nlra."
+    assert MathDomain().parse_action("```\nintros.\nlia.\n```") == "intros.\nlia."
+    # no proof to extract: left as is, and vetting refuses it with a reason
+    unproved = MathDomain().parse_action("```\nTheorem t : False.\nAdmitted.\n```")
+    with pytest.raises(ScriptError, match="not a tactic"):
+        parse_script(unproved)
