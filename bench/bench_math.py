@@ -70,32 +70,29 @@ def bench_overhead(tasks: list[Task], rounds: int) -> None:
         for script in (t.reference, draft):
             cases.append((t, script, build_plan(statement_of(t), parse_script(script), ev.install).text))
     argv = [ev.install.coqc, "-q", "-no-glob", "-o", "scratch/task.vo", FILENAME]
-    plain: list[float] = []
-    boxed: list[float] = []
-    whole: list[float] = []
+    plain: list[tuple[float, float]] = []
+    boxed: list[tuple[float, float]] = []
+    whole: list[tuple[float, float]] = []
     for r in range(rounds):
         for i, (task, script, text) in enumerate(cases):
             order = (0, 1, 2) if (i + r) % 2 == 0 else (2, 1, 0)
             for which in order:
                 if which == 0:
                     plain.append(plain_coqc(ev.install.coqc, text))
-                elif which == 1:
-                    start = time.perf_counter()
+                    continue
+                cpu, start = _children_cpu(), time.perf_counter()
+                if which == 1:
                     ev.sandbox.run(argv, {FILENAME: text}, limits=ev.limits)
-                    boxed.append(time.perf_counter() - start)
                 else:
-                    fresh = MathEvaluator(cache=None)
-                    start = time.perf_counter()
-                    fresh.check(AgentState(task), Action(script))
-                    whole.append(time.perf_counter() - start)
-    ratios = [b / p for b, p in zip(boxed, plain, strict=True)]
-    print(
-        f"coqc check overhead ({len(cases)} check files x {rounds} rounds, isolation {ev.sandbox.isolation}):"
-    )
-    print(f"  plain coqc        total {sum(plain):7.2f}s  median {statistics.median(plain):.3f}s")
-    print(f"  sandboxed coqc    total {sum(boxed):7.2f}s  median {statistics.median(boxed):.3f}s  "
-          f"ratio {sum(boxed) / sum(plain):.3f}x (median per file {statistics.median(ratios):.3f}x)")  # fmt: skip
-    print(f"  evaluator.check   total {sum(whole):7.2f}s  ratio to plain {sum(whole) / sum(plain):.3f}x")
+                    MathEvaluator(cache=None).check(AgentState(task), Action(script))
+                (boxed if which == 1 else whole).append((time.perf_counter() - start, _children_cpu() - cpu))
+    print(f"coqc check overhead ({len(cases)} check files x {rounds} rounds, interleaved; isolation "
+          f"{ev.sandbox.isolation}; load average {os.getloadavg()[0]:.1f}):")  # fmt: skip
+    base_wall, base_cpu = sum(w for w, _ in plain), sum(c for _, c in plain)
+    for label, rows in (("plain coqc", plain), ("sandboxed coqc", boxed), ("evaluator.check", whole)):
+        wall, cpu = sum(w for w, _ in rows), sum(c for _, c in rows)
+        print(f"  {label:16s} wall {wall:7.2f}s (median {statistics.median(w for w, _ in rows):.3f}s)  "
+              f"child CPU {cpu:6.2f}s  ratio to plain: wall {wall / base_wall:.3f}x, CPU {cpu / max(1e-9, base_cpu):.3f}x")  # fmt: skip
 
 
 def _edits(task: Task):  # type: ignore[no-untyped-def]
