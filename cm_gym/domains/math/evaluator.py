@@ -24,6 +24,7 @@ counts. Verdicts are cached (`verdicts`); `check_many` checks independent script
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -72,7 +73,9 @@ class MathEvaluator:
         self.install: CoqInstall = coq_install(coqc or find_coqc())
         self.tactic_timeout, self.qed_timeout = int(tactic_timeout), int(qed_timeout)
         self.limits = limits or DEFAULT_LIMITS
-        self.sandbox = sandbox or Sandbox(self.limits)
+        # a Coq outside the system dirs (CM_GYM_COQC) and its library must exist in the minimal tree
+        where = (os.path.dirname(os.path.realpath(self.install.coqc)), str(self.install.where))
+        self.sandbox = sandbox or Sandbox(self.limits, extra_paths=where)
         path = default_cache_path() if cache is _DEFAULT_CACHE else cache
         self.cache = VerdictCache(path)
         self.workers = max(1, int(workers))
