@@ -87,7 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     env_config: dict[str, Any] = {"env_id": args.env_id, "mask_space": "box"}
     if args.store:
         env_config["store"] = args.store
-    ray.init(num_cpus=max(2, args.env_runners + 1), include_dashboard=False, log_to_driver=False)
+    ray.init(
+        num_cpus=max(2, args.env_runners + 1),
+        include_dashboard=False,
+        log_to_driver=False,
+        object_store_memory=200 * 1024 * 1024,  # ample for a 98-dim env; starts faster than the default
+    )
     try:
         algo, history = train(env_config, args.iterations, args.env_runners, args.batch)
         for h in history:

@@ -34,7 +34,7 @@ def test_masked_ppo_trains_on_rllib_and_never_picks_a_masked_slot() -> None:
     from cm_gym.wrappers import make_masked_env
 
     env_config = {"env_id": "cm_gym/SQL-v0", "store": str(default_snapshot("SQL")), "mask_space": "box"}
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 1024 * 1024)
     try:
         algo, history = _example().train(env_config, iterations=2, env_runners=1, batch=64)
         try:

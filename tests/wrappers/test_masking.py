@@ -8,6 +8,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks
@@ -16,6 +17,8 @@ from stable_baselines3.common.env_util import make_vec_env
 from cm_gym import features as F
 from cm_gym.wrappers import ActionMaskObservation, EpisodeMetrics, FeatureAblation, SlotLimit, make_masked_env
 from tests.envs.toy_env import TOY_ENV_ID, build_toy_store, make_toy
+
+torch.set_num_threads(1)  # a tiny MLP: one thread is faster than contending for the shared cores
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +57,7 @@ def _check_episode(env: gym.Env, seed: int) -> list[np.ndarray]:
 
 
 @pytest.mark.filterwarnings("ignore:.*Box observation space (minimum|maximum) value")
+@pytest.mark.filterwarnings("ignore:.*is different from the unwrapped version")
 def test_dict_observation_carries_the_mask(store: str) -> None:
     env = ActionMaskObservation(make_toy(store))
     space = env.observation_space
