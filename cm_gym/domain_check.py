@@ -360,7 +360,7 @@ def check_domain(
         from cm_gym.registry import get_benchmark, get_domain
 
         spec = get_benchmark(domain)
-        tasks = list(spec.load_tasks()) if tasks is None else tasks
+        tasks = list(spec.load()) if tasks is None else tasks
         domain = get_domain(spec.domain_name)
     elif isinstance(domain, type):
         domain = domain()

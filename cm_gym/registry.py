@@ -180,7 +180,7 @@ def register_benchmark(
     if strict:
         from cm_gym.domain_check import check_domain
 
-        check_domain(domain(), list(load_tasks()))
+        check_domain(domain(), list(spec.load()))
     _DOMAIN_FACTORIES.setdefault(domain_name, domain)
     _BENCHMARKS[name] = spec
     gym.register(id=spec.env_id, entry_point=ENV_ENTRY_POINT, kwargs={"benchmark": name})

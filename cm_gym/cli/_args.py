@@ -102,6 +102,7 @@ class Opt:
 OPTIONS: dict[str, Opt] = {
     "benchmark": Opt("registered benchmark (see `cm-gym benchmarks`), e.g. SQL", benchmark_name, metavar="NAME"),
     "out_dir": Opt("output folder (default runs/<benchmark>)", Path, metavar="DIR"),
+    "data": Opt("a data folder in the benchmark's layout (default: its own data)", Path, metavar="DIR"),
     "seeds": Opt("selector seeds, each trained and evaluated", nonneg_int, metavar="SEED"),
     "total_decisions": Opt("decisions of selector training per seed", pos_int, metavar="N"),
     "checkpoint_every": Opt("decisions between validation checkpoints", pos_int, metavar="N"),
