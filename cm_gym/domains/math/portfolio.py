@@ -95,6 +95,7 @@ class SearchResult:
     reason: str = ""
     seconds: float = 0.0
     tried: int = 0
+    digest: str = ""
 
     @property
     def proved(self) -> bool:
@@ -128,7 +129,7 @@ class PortfolioSearch:
     def search(self, task: Task, statement: Statement) -> SearchResult:
         """Probe, then verify accepted candidates in order."""
         t0 = time.perf_counter()
-        result = SearchResult(statement.name)
+        result = SearchResult(statement.name, digest=statement.digest)
         ok, tried, error = self._probe(statement)
         result.accepted = [CANDIDATES[i][0] for i in sorted(ok)]
         result.tried = len(tried)

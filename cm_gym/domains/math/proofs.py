@@ -31,6 +31,9 @@ def write_table(
         "unproved": {
             r.theorem: _category(r.reason) for r in sorted(results, key=lambda r: r.theorem) if not r.proved
         },
+        "statement_digests": {
+            r.theorem: r.digest for r in sorted(results, key=lambda r: r.theorem) if r.proved
+        },
         "probe_accepted": {
             r.theorem: list(r.accepted) for r in sorted(results, key=lambda r: r.theorem) if r.proved
         },

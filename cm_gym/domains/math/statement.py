@@ -10,6 +10,7 @@ or the process or switch checking off (`StatementError` names the sentence).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -65,6 +66,12 @@ class Statement:
     def statement_text(self) -> str:
         """The original text (comments kept) up to the end of the theorem sentence, for prompts."""
         return self.source
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the comment-free prefix (blanks collapsed): what a shipped proof was checked
+        against, so a proof is never attached to another statement of the same name."""
+        return hashlib.sha256(" ".join(self.prefix.split()).encode("utf-8")).hexdigest()[:16]
 
 
 def parse_statement(text: str, name_hint: str = "") -> Statement:

@@ -79,3 +79,34 @@ def test_features_read_domain_linearity_and_goal() -> None:
     )
     assert (z["domain"], z["nonlinear"], z["has_mod"], z["goal_kind"]) == ("Z", True, True, "neq")
     assert goal_kind(goal_of("forall x, x > 0 -> exists y, y = x")) == "exists"
+
+
+def test_a_data_folder_keeps_references_only_for_the_statements_they_were_checked_on(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    from cm_gym.domains.base import LoadReport
+    from cm_gym.domains.math.loader import MiniF2FLayoutError
+    from cm_gym.registry import DataRootError, get_benchmark
+
+    proved = load_minif2f_tasks(shared_data)[:2]
+    for t in proved:
+        (tmp_path / t.meta["file"]).write_bytes((minif2f_root(shared_data) / t.meta["file"]).read_bytes())
+    # same theorem name, another statement: the shipped proof must not be attached to it
+    edited = tmp_path / proved[1].meta["file"]
+    name = proved[1].meta["theorem"]
+    edited.write_text(edited.read_text().replace(f"Theorem {name}", f"Theorem {name} (extra : True)", 1))
+    (tmp_path / "broken.v").write_text("Load evil.\nTheorem broken : True.\nProof.\nAdmitted.\n")
+    with pytest.raises(MiniF2FLayoutError, match="broken.v"):
+        load_minif2f_tasks(tmp_path)
+    report = LoadReport()
+    tasks = load_minif2f_tasks(tmp_path, report=report)
+    assert [t.task_id for t in tasks] == [proved[0].task_id] and tasks[0].reference == proved[0].reference
+    assert [d[0] for d in report.dropped] == [proved[1].task_id]
+    assert [Path(r[0]).name for r in report.refused] == ["broken.v"]
+    everything = load_minif2f_tasks(tmp_path, proved_only=False, report=LoadReport())
+    assert len(everything) == 2 and everything[1].reference == ""
+    only_edited = tmp_path / "only"
+    only_edited.mkdir()
+    (only_edited / edited.name).write_text(edited.read_text())
+    with pytest.raises(DataRootError, match="no MiniF2F tasks"):
+        get_benchmark("MiniF2F").load(data=only_edited)
