@@ -21,7 +21,7 @@ a lexical error and verifies nothing.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _IDENT = re.compile(r"[A-Za-z'_?][A-Za-z0-9'_?]*")
 _CHAR = re.compile(r"'(?:[^'\\\r\n]|\\['\"\\0nrt]|\\u[0-9A-Fa-f]{4})'")
@@ -32,11 +32,13 @@ _OPERATORS = (
     "<==>", "==>", "<==", "!in", "...", ":=", "::", ":|", "{:", "==", "!=", "<=", ">=", "&&", "||",
     "..", "=>", "->", "<-", "~>", "--", "++",
 )  # fmt: skip
-_WS = " \t\n\r"
+_OPERATOR = re.compile("|".join(re.escape(op) for op in _OPERATORS))
+_SPACE = re.compile(r"[ \t\n\r]+")
+_LINE_END = re.compile(r"\n|\r(?!\n)")
+_NESTING = re.compile(r"/\*|\*/")
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     """One token: its text, its offset in the source and its 0-based line."""
 
     text: str
@@ -49,38 +51,24 @@ class Token:
 
 
 def _line_comment_end(src: str, i: int) -> int:
-    """End (exclusive) of a ``//`` comment starting at `i`."""
-    n = len(src)
-    j = i + 2
-    while j < n:
-        c = src[j]
-        if c == "\n" or (c == "\r" and (j + 1 >= n or src[j + 1] != "\n")):
-            return j + 1
-        j += 1
-    return n
+    """End (exclusive) of a ``//`` comment starting at `i`: after the next LF or lone CR."""
+    m = _LINE_END.search(src, i + 2)
+    return m.end() if m else len(src)
 
 
 def _block_comment_end(src: str, i: int) -> int:
-    """End (exclusive) of a nested ``/* */`` comment starting at `i` (the text's end if open)."""
-    n = len(src)
+    """End (exclusive) of a nested ``/* */`` comment starting at `i` (the text's end if open).
+    Scanning for the leftmost ``/*`` or ``*/`` is exactly the scanner's char-by-char loop: each
+    character starts at most one of the two, and a match consumes both characters."""
     level, j = 1, i + 2
-    while j < n:
-        c = src[j]
-        if c == "*":
-            j += 1
-            if j < n and src[j] == "/":
-                level -= 1
-                j += 1
-                if level == 0:
-                    return j
-        elif c == "/":
-            j += 1
-            if j < n and src[j] == "*":
-                level += 1
-                j += 1
-        else:
-            j += 1
-    return n
+    while True:
+        m = _NESTING.search(src, j)
+        if m is None:
+            return len(src)
+        level += 1 if m.group() == "/*" else -1
+        j = m.end()
+        if level == 0:
+            return j
 
 
 def tokenize(src: str, issues: list[str] | None = None) -> list[Token]:
@@ -92,10 +80,10 @@ def tokenize(src: str, issues: list[str] | None = None) -> list[Token]:
     line = 0
     while i < n:
         c = src[i]
-        if c in _WS:
-            if c == "\n" or (c == "\r" and (i + 1 >= n or src[i + 1] != "\n")):
-                line += 1
-            i += 1
+        if c in " \t\n\r":
+            end = _SPACE.match(src, i).end()  # type: ignore[union-attr]
+            line += _newlines(src, i, end)
+            i = end
             continue
         if c == "/" and i + 1 < n and src[i + 1] in "/*":
             end = _line_comment_end(src, i) if src[i + 1] == "/" else _block_comment_end(src, i)
@@ -118,11 +106,13 @@ def tokenize(src: str, issues: list[str] | None = None) -> list[Token]:
         if m is not None and m.end() > i:
             text = m.group()
         else:
-            text = next((op for op in _OPERATORS if src.startswith(op, i)), c)
+            op = _OPERATOR.match(src, i)
+            text = op.group() if op else c
             if text == "!in" and i + 3 < n and _IDENT.match(src[i + 3]):
                 text = "!"  # "!in" is one token only before a non-identifier character
         out.append(Token(text, i, line))
-        line += _newlines(src, i, i + len(text))
+        if c == "@":
+            line += _newlines(src, i, i + len(text))  # only verbatim strings span lines
         i += len(text)
     return out
 
