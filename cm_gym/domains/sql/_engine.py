@@ -138,18 +138,21 @@ def _execute(
         ncols = len(cursor.description) if cursor.description else 0
         rows: Rows = []
         size = 0
+        small = max_bytes // MAX_VALUE_BYTES  # values: fewer than this many cannot reach max_bytes
         while len(rows) <= row_cap:
-            chunk = cursor.fetchmany(min(CHUNK_ROWS, row_cap + 1 - len(rows)))
-            if not chunk:
-                break
+            want = min(CHUNK_ROWS, row_cap + 1 - len(rows))
+            chunk = cursor.fetchmany(want)
             rows.extend(chunk)
-            size += ROW_OVERHEAD * ncols * len(chunk)
-            for row in chunk:
-                for v in row:
-                    if v.__class__ is str or v.__class__ is bytes:
-                        size += len(v)
-            if size > max_bytes:
-                return None, 0, "budget", f"the result is larger than {max_bytes >> 20} MB"
+            if len(rows) * max(1, ncols) > small:  # count bytes only when it could matter
+                size += ROW_OVERHEAD * ncols * len(chunk)
+                for row in chunk:
+                    for v in row:
+                        if v.__class__ is str or v.__class__ is bytes:
+                            size += len(v)
+                if size > max_bytes:
+                    return None, 0, "budget", f"the result is larger than {max_bytes >> 20} MB"
+            if len(chunk) < want:
+                break
     except sqlite3.OperationalError as err:
         return (None, 0, *_classify(box, err, budget_s))
     except (sqlite3.ProgrammingError, sqlite3.Warning) as err:

@@ -24,6 +24,7 @@ characters or succeed on everything they scanned, so the whole pass is linear in
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -35,6 +36,7 @@ _OPAQUE = re.compile(
     r"""--[^\n]*|/\*.*?(?:\*/|\Z)|'[^']*(?:''[^']*)*'?|"[^"]*(?:""[^"]*)*"?|`[^`]*(?:``[^`]*)*`?|\[[^\]]*\]?""",
     re.S,
 )
+_OPAQUE_START = re.compile(r"['\"`\[]|--|/\*")
 _FIRST = re.compile(r"\s*([^\W\d][\w$]*|\S)")
 _PATTERN = re.compile(r"\b(like|glob|match|regexp)\b\s*(\S?)")
 _SHORT = {"'s'", '"s"'}
@@ -92,9 +94,11 @@ def mask(sql: str) -> str:
     return _OPAQUE.sub(_mask, sql)
 
 
+@functools.lru_cache(maxsize=8192)
 def vet(sql: str) -> Vetting:
-    """Classify one submitted statement (see module doc); linear in ``len(sql)``."""
-    masked = mask(sql)
+    """Classify one submitted statement (see module doc); linear in ``len(sql)``. Pure, so
+    results are cached (agents resubmit the same queries)."""
+    masked = mask(sql) if _OPAQUE_START.search(sql) else sql
     first = _FIRST.match(masked)
     if first is None:
         return Vetting("error", "empty query")
