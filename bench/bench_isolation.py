@@ -341,7 +341,7 @@ def cost_section(legacy: str | None, rounds: int, code_n: int) -> None:
                 o = run_in(legacy, mode, args, 1800)
                 if o and key in o:
                     old.append(o[key])
-        unit = key.split("_")[0]
+        unit = {"us_per_check": "us", "first_pass_us": "us", "ms_per_check": "ms", "s_per_check": "s"}[key]
         if new and old:
             n, o = statistics.median(new), statistics.median(old)
             print(f"{mode:16s} {key:14s} new {n:9.2f} {unit}  legacy {o:9.2f} {unit}  ratio {n / o:5.2f}x  (target <= 1.3x; "
