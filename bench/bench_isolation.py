@@ -309,8 +309,9 @@ def probes_section(legacy: str | None, dafny_check: bool) -> None:
     for wm, (w, m) in worst.items():
         print(f"{wm:6s} worst wall {w:7.3f} s   peak memory {m:7.1f} MB")
     print(
-        "   (code: the sandboxed run's summed resident memory, sampled; dafny: refused before any run;"
-        " sql: the evaluator process's growth, the worker's own cap is 512 MB)"
+        "   (code: the sandboxed run's summed resident memory, sampled every 50 ms, cap 256 MB;"
+        " dafny: refused before the verifier runs; sql: the larger of the evaluator's growth and"
+        " the worker's peak resident size, cap 512 MB above its start-up size)"
     )
 
 
