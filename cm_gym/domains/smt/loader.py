@@ -115,6 +115,7 @@ def smtlib_task(info: SmtFile, task_id: str, allowance: int, meta: dict[str, str
 @dataclass
 class _Parsed:
     path: Path
+    root: Path  # the folder scanned: labels, logic folders and task-id hashes are relative to it
     info: SmtFile
     digest: str
     label: str | None
@@ -150,10 +151,10 @@ def _interleave(files: list[Path]) -> list[Path]:
     return out
 
 
-def _read(files: list[Path], root: Path, report: LoadReport | None) -> list[_Parsed]:
+def _read(files: list[tuple[Path, Path]], report: LoadReport | None) -> list[_Parsed]:
     parsed: list[_Parsed] = []
     refused: list[tuple[str, str]] = []
-    for p in files:
+    for p, root in files:
         try:
             text = read_smtlib_text(p)
             info = parse_smtlib(text, str(p))
@@ -162,7 +163,7 @@ def _read(files: list[Path], root: Path, report: LoadReport | None) -> list[_Par
             continue
         folders = p.relative_to(root).parts[:-1]
         label = next((f.lower() for f in reversed(folders) if f.lower() in LABELS), None)
-        parsed.append(_Parsed(p, info, digest_text(text), label))
+        parsed.append(_Parsed(p, root, info, digest_text(text), label))
         if report is not None:
             _notes(p, info, folders, label, report)
     if refused and report is None:
@@ -224,21 +225,21 @@ def load_smtlib_tasks(
         for logic in wanted:
             if not (base / logic).is_dir():
                 raise SmtLibError(f"{base / logic}: not a directory of SMT-LIB files")
-            files.extend(_group_files(base / logic, limit))
+            files.extend((p, base / logic) for p in _group_files(base / logic, limit))
         check = False
     else:
         base = Path(root)
         if not base.is_dir():
             raise SmtLibError(f"{base}: not a directory of SMT-LIB files")
-        files, check = _group_files(base, limit), True
-    parsed = _read(files, base, report)
+        files, check = [(p, base) for p in _group_files(base, limit)], True
+    parsed = _read(files, report)
     by_logic: dict[str, list[_Parsed]] = collections.defaultdict(list)
     for item in parsed:
         if not chosen or item.info.logic in chosen:
             by_logic[item.info.logic].append(item)
     # a probe stopped by the wall-clock bound is cached too: the bound is part of the key
     cache = ProbeCache("smt-reference", f"z3 {z3.get_version_string()} {TIME_LIMIT_S}s")
-    stems = collections.Counter(item.path.stem for item in parsed)
+    stems = collections.Counter((item.root, item.path.stem) for item in parsed)
     tasks: list[Task] = []
     for logic in sorted(by_logic):
         items = by_logic[logic]
@@ -258,7 +259,7 @@ def load_smtlib_tasks(
                 ceiling=MAX_RLIMIT,
                 unit="rlimit units",
             )
-        tasks.extend(_logic_tasks(items, calibration, stems, base, report))
+        tasks.extend(_logic_tasks(items, calibration, stems, report))
     logger.debug("loaded %d SMT-LIB tasks from %s", len(tasks), base)
     return tasks
 
@@ -266,8 +267,7 @@ def load_smtlib_tasks(
 def _logic_tasks(
     items: list[_Parsed],
     calibration: Calibration,
-    stems: collections.Counter[str],
-    base: Path,
+    stems: collections.Counter[tuple[Path, str]],
     report: LoadReport | None,
 ) -> list[Task]:
     dropped = calibration.dropped
@@ -288,8 +288,8 @@ def _logic_tasks(
         if str(item.path) in dropped:
             continue
         task_id = f"smtlib-{item.info.logic}-{item.path.stem}"
-        if stems[item.path.stem] > 1:  # same name in two folders: a path hash that does not reveal which
-            rel = item.path.relative_to(base).as_posix()
+        if stems[item.root, item.path.stem] > 1:  # same name in two folders: a hash not revealing which
+            rel = item.path.relative_to(item.root).as_posix()
             task_id += "-" + hashlib.blake2b(rel.encode(), digest_size=3).hexdigest()
         meta = {"sha256": item.digest, **({"label": item.label} if item.label else {})}
         tasks.append(smtlib_task(item.info, task_id, calibration.allowance, meta))
