@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import collections
 import statistics
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -145,39 +146,67 @@ def section_folders(names: Sequence[str], limit: int | None) -> None:
 
 
 # -- 2. hostile corpus -----------------------------------------------------------------------------
+class PeakMemory:
+    """Samples the checking worker's resident size every 20 ms while a check runs (the worker's
+    own peak is lost when it is killed at the deadline, so it is watched from outside)."""
+
+    def __init__(self, checks: Any) -> None:
+        self.checks, self.peak_mb, self._stop = checks, 0.0, threading.Event()
+
+    def __enter__(self) -> PeakMemory:
+        self.checks._get_worker().start()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.02):
+            pid = self.checks._get_worker().pid
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+                self.peak_mb = max(self.peak_mb, rss / 1024)
+            except (OSError, StopIteration, ValueError, TypeError):
+                pass
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def section_probes(tmp: Path) -> None:
     print("\n2. Hostile corpus under the default bounds (SAT 30 s / 1 GB, SMT 60 s / 2 GB + 512 MB)")
-    smt = SmtEvaluator()
-    smt._checks.track_memory = True
-    sat = SatEvaluator()
-    sat._checks.track_memory = True
+    smt, sat = SmtEvaluator(), SatEvaluator()
     tried: collections.Counter[str] = collections.Counter()
     held: collections.Counter[str] = collections.Counter()
     worst: dict[str, tuple[float, float, str]] = {"sat": (0.0, 0.0, ""), "smt": (0.0, 0.0, "")}
 
-    def note(domain: str, klass: str, name: str, ok: bool, checks: Any) -> None:
+    def note(domain: str, klass: str, name: str, ok: bool, checks: Any, peak: float = 0.0) -> None:
         tried[f"{domain}/{klass}"] += 1
         held[f"{domain}/{klass}"] += int(ok)
-        wall, peak = checks.last_wall_s, checks.last_peak_mb or 0.0
+        wall = checks.last_wall_s
         w, p, _ = worst[domain]
         worst[domain] = (max(w, wall), max(p, peak), name if wall >= w else worst[domain][2])
 
     task = smt_hostile.hostile_task()
     for probe in smt_hostile.SCRIPTS:
-        o = smt.check(AgentState(task), Action(probe.text))
+        with PeakMemory(smt._checks) as mem:
+            o = smt.check(AgentState(task), Action(probe.text))
         ok = not o.solved and (o.status == "refused" if probe.expect == "refused" else True)
-        note("smt", probe.klass, probe.name, ok, smt._checks)
+        note("smt", probe.klass, probe.name, ok, smt._checks, mem.peak_mb)
     for probe in smt_hostile.BENCHMARKS:
         path = tmp / f"{probe.name}.smt2"
         path.write_text(probe.text)
         t = smtlib_task(parse_smtlib(probe.text, str(path)), "h", 200_000_000)
-        o = smt.check(AgentState(t), Action("logic: QF_BV\nrlimit: 200000000"))
-        note("smt", probe.klass, probe.name, o.status in ("timeout", "budget"), smt._checks)
+        with PeakMemory(smt._checks) as mem:
+            o = smt.check(AgentState(t), Action("logic: QF_BV\nrlimit: 200000000"))
+        note("smt", probe.klass, probe.name, o.status in ("timeout", "budget"), smt._checks, mem.peak_mb)
     public = data_root() / "smt" / "BV" / "sat" / "network_ndis_e100bex_5x_kd_mp_dbg.c.smt2"
     if public.is_file():
         t = smtlib_task(parse_smtlib(public.read_text(), str(public)), "public", 20_000_000)
-        o = smt.check(AgentState(t), Action("logic: BV\nrlimit: 20000000"))
-        note("smt", "time", "public BV file (34k rlimit)", True, smt._checks)
+        with PeakMemory(smt._checks) as mem:
+            o = smt.check(AgentState(t), Action("logic: BV\nrlimit: 20000000"))
+        note("smt", "time", f"public BV file ({o.status})", o.status != "error", smt._checks, mem.peak_mb)
     for probe in sat_hostile.TEXTS:
         fam = tmp / "hostile" / probe.name
         fam.mkdir(parents=True)
@@ -185,9 +214,10 @@ def section_probes(tmp: Path) -> None:
         report = LoadReport()
         tasks = load_satlib_tasks(root=fam, report=report)
         ok = (not tasks and len(report.refused) == 1) if probe.expect == "refused" else len(tasks) == 1
-        if tasks:
-            sat.check(AgentState(tasks[0]), Action(tasks[0].reference))
-        note("sat", probe.klass, probe.name, ok, sat._checks)
+        with PeakMemory(sat._checks) as mem:
+            if tasks:
+                sat.check(AgentState(tasks[0]), Action(tasks[0].reference))
+        note("sat", probe.klass, probe.name, ok, sat._checks, mem.peak_mb)
     for kind in sat_hostile.SPECIAL_FILES:
         fam = tmp / "special" / kind
         fam.mkdir(parents=True)
@@ -198,13 +228,15 @@ def section_probes(tmp: Path) -> None:
     hard = tmp / "hard.cnf"
     hard.write_text(sat_hostile.hard_instance())
     t = satlib_task(cached_cnf(str(hard)), "hard", hard, 10_000_000)
-    o = sat.check(AgentState(t), Action("solver: minisat22\nbudget: 10000000"))
-    note("sat", "time", "random 3-SAT n=350 (10M conflicts)", o.status == "timeout", sat._checks)
+    with PeakMemory(sat._checks) as mem:
+        o = sat.check(AgentState(t), Action("solver: minisat22\nbudget: 10000000"))
+    note("sat", "time", "random 3-SAT n=350 (10M conflicts)", o.status == "timeout", sat._checks, mem.peak_mb)
     for key in sorted(tried):
         print(f"  {key:<22} tried {tried[key]:>3}  contained {held[key]:>3}")
     for domain, (wall, peak, name) in worst.items():
         print(
-            f"  worst single {domain.upper()} check: {wall:.2f} s wall ({name}); peak worker memory {peak:.0f} MB"
+            f"  worst single {domain.upper()} check: {wall:.2f} s wall ({name}); "
+            f"peak worker memory (resident, sampled every 20 ms) {peak:.0f} MB"
         )
     smt.close()
     sat.close()
