@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from cm_gym.cli._args import nonneg_int, pos_int
 
@@ -20,12 +21,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--max-tasks", type=pos_int, default=40, help="tasks whose reference is checked (default 40)"
     )
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the task sample (default 0)")
+    p.add_argument(
+        "--data", type=Path, default=None, help="data folder in the benchmark's layout (default: its own)"
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from cm_gym.domain_check import check_domain
+    from cm_gym.registry import get_benchmark
 
-    report = check_domain(args.benchmark, max_tasks=args.max_tasks, seed=args.seed, raise_on_failure=False)
+    tasks = get_benchmark(args.benchmark).load(args.data) if args.data is not None else None
+    report = check_domain(
+        args.benchmark, tasks, max_tasks=args.max_tasks, seed=args.seed, raise_on_failure=False
+    )
     print(report.format())
     return 0 if report.ok else 1
