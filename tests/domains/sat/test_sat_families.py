@@ -4,6 +4,7 @@ duplicate-clause blow-ups."""
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -25,6 +26,12 @@ PHP43 = "p cnf 12 22\n1 2 3 0\n4 5 6 0\n7 8 9 0\n10 11 12 0\n" + "".join(
     f"-{a} -{b} 0\n" for h in range(3) for i, a in enumerate(range(1 + h, 13, 3)) for b in range(a + 3, 13, 3)
 )
 SAT3 = "p cnf 3 3\n1 2 0\n-1 3 0\n-2 -3 0\n"
+
+
+@functools.cache
+def evaluator() -> SatEvaluator:
+    """One evaluator (one checking worker) for the module's checks."""
+    return SatEvaluator()
 
 
 def write(root: Path, rel: str, text: str) -> Path:
@@ -55,7 +62,7 @@ def test_families_are_discovered_and_an_unknown_one_is_calibrated(tmp_path: Path
     assert f"budget: {expected}" in by_family["holes"].reference
     assert any("holes" in subject and "calibrated" in text for subject, text in report.notes)
     for task in tasks:  # each reference decides within the task's own allowance
-        assert SatEvaluator().check(AgentState(task), Action(task.reference)).solved
+        assert evaluator().check(AgentState(task), Action(task.reference)).solved
 
 
 def test_a_declared_family_keeps_its_allowance(tmp_path: Path) -> None:
@@ -132,7 +139,7 @@ def test_duplicate_clauses_and_literals_are_removed(tmp_path: Path) -> None:
     write(tmp_path, "fam/dups.cnf", f"p cnf 3 {copies}\n" + "1 -2 3 0\n" * copies)
     (task,) = load_satlib_tasks(root=tmp_path)
     assert task.features["n_clauses"] == 1
-    assert SatEvaluator().check(AgentState(task), Action(task.reference)).solved
+    assert evaluator().check(AgentState(task), Action(task.reference)).solved
 
 
 def test_a_batch_of_actions_scores_like_one_check_each(tmp_path: Path) -> None:
@@ -145,11 +152,9 @@ def test_a_batch_of_actions_scores_like_one_check_each(tmp_path: Path) -> None:
         Action("solver: maplechrono\nbudget: 1"),  # budget
         Action("not a configuration"),  # error
     ]
-    evaluator = SatEvaluator()
-    one_by_one = [evaluator.check(AgentState(task), a) for a in actions]
-    batched = check_all(evaluator, AgentState(task), actions)  # uses SatEvaluator.check_many
+    one_by_one = [evaluator().check(AgentState(task), a) for a in actions]
+    batched = check_all(evaluator(), AgentState(task), actions)  # uses SatEvaluator.check_many
     assert [(o.status, o.solved, o.reason) for o in batched] == [
         (o.status, o.solved, o.reason) for o in one_by_one
     ]
     assert [o.status for o in batched] == ["ok", "refused", "budget", "error"]
-    evaluator.close()

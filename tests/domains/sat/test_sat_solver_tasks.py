@@ -4,6 +4,7 @@ the shared SATLIB subsets (``@pytest.mark.data``)."""
 from __future__ import annotations
 
 import collections
+import functools
 from pathlib import Path
 
 import pytest
@@ -37,8 +38,14 @@ def _mkdir(path: Path) -> Path:
     return path
 
 
+@functools.cache
+def evaluator() -> SatEvaluator:
+    """One evaluator (one checking worker) for the module's checks."""
+    return SatEvaluator()
+
+
 def check(task: Task, text: str) -> Outcome:
-    return SatEvaluator().check(AgentState(task), Action(text))
+    return evaluator().check(AgentState(task), Action(text))
 
 
 def test_parse_accepts_comments_multiline_clauses_and_percent_trailer() -> None:
@@ -141,7 +148,7 @@ def test_satlib_loader_reads_every_family(shared_data: Path) -> None:
 
 @pytest.mark.data
 def test_reference_configs_reproduce_the_labels_on_a_sample(shared_data: Path) -> None:
-    ev = SatEvaluator()
+    ev = evaluator()
     verdicts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     tasks = load_satlib_tasks(families=["uf20-91"]) + load_satlib_tasks(
         families=["uuf50-218", "uf50-218", "flat100-239"], limit=60
@@ -159,7 +166,7 @@ def test_reference_configs_reproduce_the_labels_on_a_sample(shared_data: Path) -
 def test_choices_matter_on_unsat_instances(shared_data: Path) -> None:
     """A weak solver or a budget copied from the satisfiable family fails many uuf50 proofs."""
     tasks = load_satlib_tasks(families=["uuf50-218"], limit=40)
-    ev = SatEvaluator()
+    ev = evaluator()
     weak = sum(ev.check(AgentState(t), Action("solver: maplechrono\nbudget: 150")).solved for t in tasks)
     low = sum(ev.check(AgentState(t), Action("solver: maplecm\nbudget: 50")).solved for t in tasks)
     strong = sum(ev.check(AgentState(t), Action(t.reference)).solved for t in tasks)

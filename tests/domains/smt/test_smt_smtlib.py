@@ -4,6 +4,7 @@ on files written here and on the shared SMT-LIB subsets (``@pytest.mark.data``).
 from __future__ import annotations
 
 import collections
+import functools
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,14 @@ def tasks_in(tmp_path: Path) -> dict[str, Task]:
     return {t.meta["status"]: t for t in load_smtlib_tasks(root=tmp_path / "QF_LIA")}
 
 
+@functools.cache
+def evaluator() -> SmtEvaluator:
+    """One evaluator (one checking worker) for the module's checks."""
+    return SmtEvaluator()
+
+
 def check(task: Task, text: str) -> Outcome:
-    return SmtEvaluator().check(AgentState(task), Action(text))
+    return evaluator().check(AgentState(task), Action(text))
 
 
 def test_header_facts() -> None:
@@ -142,7 +149,7 @@ def test_loader_reads_every_shared_file(shared_data: Path) -> None:
 
 @pytest.mark.data
 def test_statuses_reproduced_on_a_sample(shared_data: Path) -> None:
-    ev = SmtEvaluator()
+    ev = evaluator()
     tasks = load_smtlib_tasks(logics=["QF_LRA", "QF_BV"], limit=24) + load_smtlib_tasks(
         logics=["QF_LIA"], limit=10
     )
@@ -155,7 +162,7 @@ def test_statuses_reproduced_on_a_sample(shared_data: Path) -> None:
 @pytest.mark.data
 def test_a_misleading_logic_gives_wrong_answers(shared_data: Path) -> None:
     tasks = load_smtlib_tasks(logics=["QF_BV"], limit=40)
-    ev = SmtEvaluator()
+    ev = evaluator()
     outs = [ev.check(AgentState(t), Action("logic: QF_LRA\nrlimit: 2000000")) for t in tasks]
     assert sum(not o.solved for o in outs) >= 3
     assert any("contradicts" in o.feedback for o in outs)
