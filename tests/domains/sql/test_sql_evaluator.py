@@ -122,15 +122,16 @@ def test_reference_result_is_computed_once(make_task: TaskFactory, monkeypatch: 
 def test_bad_tasks_give_error_outcomes(make_task: TaskFactory, tmp_path: Path) -> None:
     missing = make_task("SELECT 1", db_path=tmp_path / "nope.sqlite")
     outcome = check(missing, "SELECT 1")
-    assert outcome.status == "error" and "not found" in outcome.reason
+    # a task whose reference cannot run is "unevaluable" (the task, not the action, is broken)
+    assert outcome.status == "unevaluable" and "not found" in outcome.reason and outcome.score == 0.0
     corrupt_path = tmp_path / "corrupt.sqlite"
     corrupt_path.write_bytes(b"this is not a database" * 100)
     corrupt = check(make_task("SELECT 1", db_path=corrupt_path), "SELECT 1")
-    assert corrupt.status == "error" and corrupt.score == 0.0
+    assert corrupt.status in ("error", "unevaluable") and corrupt.score == 0.0
     blank = check(make_task("   "), "SELECT 1")
     assert blank.status == "error" and "no reference" in blank.reason
     broken_ref = check(make_task("SELECT nope FROM people"), "SELECT 1")
-    assert broken_ref.status == "error" and "reference" in broken_ref.reason
+    assert broken_ref.status == "unevaluable" and "reference" in broken_ref.reason
     no_db = SQLEvaluator().check(AgentState(Task("t", "sql", "q", "e", "SELECT 1")), Action("SELECT 1"))
     assert no_db.status == "error" and "no database" in no_db.reason
 
