@@ -163,12 +163,41 @@ class BaseAgent:
         return Decision(new_state, draft, action, outcome, attempt.record_id, cost)
 
 
-def reuse_label(decision: Decision, previous_score: float | None) -> int:
-    """The reuse label y ∈ {−1, 0, +1} of SPEC §3 / Appendix B.3, against the memory-free draft:
-    unchanged action → 0; changed and solved → +1; otherwise the sign of the utility change
-    against the previous evaluated attempt, or 0 if there is none."""
+#: The reuse-label rules: "draft" (SPEC §3 *Amended*, the default) and "paper" (Appendix B.3).
+REUSE_LABEL_RULES = ("draft", "paper")
+
+
+def _key(outcome: Outcome) -> tuple[float, float]:
+    return (float(outcome.solved), float(outcome.score))
+
+
+def reuse_label(
+    decision: Decision,
+    previous_score: float | None,
+    draft_outcome: Outcome | None = None,
+    rule: str = "draft",
+) -> int:
+    """The reuse label y ∈ {−1, 0, +1} of one record use (Eq. 6).
+
+    Unchanged action → 0 under both rules. Otherwise:
+
+    * ``rule="draft"`` (SPEC §3 *Amended*, default): compare the executed (revised) action with
+      the memory-free draft checked on a fork of the same state (`draft_outcome`, bookkeeping that
+      is never charged): better → +1, equal → 0, worse → −1 (solved first, then score). Harm is
+      visible and u can go negative.
+    * ``rule="paper"`` (Appendix B.3): solved → +1; otherwise the sign of the utility change
+      against the previous evaluated attempt, or 0 if there is none. With 0/1 utilities the
+      previous attempt failed, so this rule can almost never give −1.
+    """
+    if rule not in REUSE_LABEL_RULES:
+        raise ValueError(f"reuse label rule must be one of {REUSE_LABEL_RULES}, got {rule!r}")
     if not decision.changed_by_memory:
         return 0
+    if rule == "draft":
+        if draft_outcome is None:
+            raise ValueError("the 'draft' reuse label needs the memory-free draft's outcome")
+        a, b = _key(decision.outcome), _key(draft_outcome)
+        return (a > b) - (a < b)
     if decision.outcome.solved:
         return 1
     if previous_score is None:

@@ -18,6 +18,20 @@ Layout (written down once, here; everything else refers to these names)::
                      failures / max_decisions, min(tokens used / token_budget, 1),
                      last attempt's score (0 before the first attempt), decision index / max_decisions
 
+The *extended* layout (``obs_layout="extended"``, opt-in and **beyond the paper**) appends, after
+the 98 dims above, two per-slot features the paper's z_t lacks, both computable by a deployed
+system without the reference or an extra LLM call::
+
+    [98:106] EXTRA   L = 4 slots × 2 features, slot j (1-based) at 98 + 2·(j−1):
+                       0 applies             1 when the record's a⁻ → a⁺ edit has a site in the
+                                             draft (`Domain.record_applies`), else 0
+                       1 shown before        1 when the record was already used at an earlier
+                                             decision of this episode, else 0
+                     unused slots are zero
+
+Everything in [0:98] — and so the validity indices (70, 77, 84, 91) — is identical in both
+layouts: mask-from-observation works on either. A checkpoint refuses the other layout.
+
 The action space is Discrete(5): 0 = skip (always valid), j = use slot j. The mask is
 ``[1, valid_1, …, valid_4]`` and can be read back from the observation alone
 (`mask_from_observation`), so a replay buffer of observations carries it. P is a Gaussian random
@@ -44,6 +58,13 @@ SLOT_DIM = 7
 N_BUDGET = 6
 N_ACTIONS = 1 + N_SLOTS
 OBS_DIM = 2 * PROJ_DIM + N_SLOTS * SLOT_DIM + N_BUDGET  # 98
+
+#: The observation layouts: the paper's 98 dims (default) and the opt-in extended one (106).
+OBS_LAYOUTS: tuple[str, ...] = ("paper", "extended")
+EXTRA_SLOT_FEATURES: tuple[str, ...] = ("applies", "shown_before")
+EXTRA_DIM = len(EXTRA_SLOT_FEATURES)
+OBS_DIM_EXTENDED = OBS_DIM + N_SLOTS * EXTRA_DIM  # 106
+EXTRA = slice(OBS_DIM, OBS_DIM_EXTENDED)
 
 STATE = slice(0, PROJ_DIM)
 DRAFT = slice(PROJ_DIM, 2 * PROJ_DIM)
@@ -80,6 +101,28 @@ assert OBS_DIM == 98 and BUDGET.stop == OBS_DIM
 
 class ObservationLayoutError(CmGymError):
     """An observation, checkpoint or policy does not match the 98-dim layout it was built for."""
+
+
+def obs_dim(layout: str = "paper") -> int:
+    """The observation size of a layout (98 for "paper", 106 for "extended")."""
+    if layout == "paper":
+        return OBS_DIM
+    if layout == "extended":
+        return OBS_DIM_EXTENDED
+    raise ObservationLayoutError(f"obs_layout must be one of {OBS_LAYOUTS}, got {layout!r}")
+
+
+def layout_of(dim: int) -> str:
+    """The layout name of an observation size ("paper", "extended", or a description)."""
+    return {OBS_DIM: "paper", OBS_DIM_EXTENDED: "extended"}.get(int(dim), f"unknown ({dim} dims)")
+
+
+def extra_slot(j: int) -> slice:
+    """The extended layout's slice of slot ``j``'s extra features (1-based)."""
+    if not 1 <= j <= N_SLOTS:
+        raise ValueError(f"slot index must be in 1..{N_SLOTS}, got {j}")
+    start = EXTRA.start + EXTRA_DIM * (j - 1)
+    return slice(start, start + EXTRA_DIM)
 
 
 def slot(j: int) -> slice:
@@ -180,16 +223,34 @@ class BudgetFeatures:
         )
 
 
+@dataclass(frozen=True)
+class SlotExtras:
+    """The extended layout's two features of one retrieved record (beyond the paper)."""
+
+    applies: bool
+    shown_before: bool
+
+    def vector(self) -> np.ndarray:
+        return np.array([float(self.applies), float(self.shown_before)], dtype=np.float32)
+
+
 def build_observation(
     state_embedding: np.ndarray | None,
     draft_embedding: np.ndarray | None,
     slots: Sequence[SlotFeatures],
     budget: BudgetFeatures,
+    extras: Sequence[SlotExtras] | None = None,
+    layout: str = "paper",
 ) -> np.ndarray:
-    """Assemble z_t (98,) float32. Embeddings are 512-dim (or None → zeros); at most 4 slots."""
+    """Assemble z_t: (98,) for the paper layout, (106,) for the extended one (then `extras` gives
+    one `SlotExtras` per slot). Embeddings are 512-dim (or None → zeros); at most 4 slots."""
     if len(slots) > N_SLOTS:
         raise ObservationLayoutError(f"at most {N_SLOTS} slots fit the observation, got {len(slots)}")
-    obs = np.zeros(OBS_DIM, dtype=np.float32)
+    dim = obs_dim(layout)
+    extras = list(extras or [])
+    if layout == "extended" and len(extras) != len(slots):
+        raise ObservationLayoutError(f"the extended layout needs one SlotExtras per slot, got {len(extras)}")
+    obs = np.zeros(dim, dtype=np.float32)
     if state_embedding is not None:
         obs[STATE] = project(state_embedding)
     if draft_embedding is not None:
@@ -197,6 +258,9 @@ def build_observation(
     for j, features in enumerate(slots, start=1):
         obs[slot(j)] = features.vector()
     obs[BUDGET] = budget.vector()
+    if layout == "extended":
+        for j, extra in enumerate(extras, start=1):
+            obs[extra_slot(j)] = extra.vector()
     return obs
 
 
@@ -252,10 +316,13 @@ def mask_from_observation(obs: ArrayT, validity_indices: Sequence[int] = VALIDIT
 def describe(obs: np.ndarray) -> dict[str, Any]:
     """A readable dict of one observation's slot and budget features (for logging and debugging)."""
     arr = np.asarray(obs, dtype=np.float32)
-    if arr.shape != (OBS_DIM,):
-        raise ObservationLayoutError(f"expected shape ({OBS_DIM},), got {arr.shape}")
+    if arr.shape not in ((OBS_DIM,), (OBS_DIM_EXTENDED,)):
+        raise ObservationLayoutError(f"expected shape ({OBS_DIM},) or ({OBS_DIM_EXTENDED},), got {arr.shape}")
     slots_out = [
         dict(zip(SLOT_FEATURES, (float(v) for v in arr[slot(j)]), strict=True)) for j in range(1, N_SLOTS + 1)
     ]
+    if arr.shape == (OBS_DIM_EXTENDED,):
+        for j, row in enumerate(slots_out, start=1):
+            row.update(zip(EXTRA_SLOT_FEATURES, (float(v) for v in arr[extra_slot(j)]), strict=True))
     budget_out = dict(zip(BUDGET_FEATURES, (float(v) for v in arr[BUDGET]), strict=True))
     return {"slots": slots_out, "budget": budget_out, "mask": mask_from_observation(arr).tolist()}

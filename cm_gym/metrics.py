@@ -13,7 +13,12 @@ turns a list of episode dicts into:
 - optionally (env ``score_drafts=True``), worse-than-draft per *selected use that changed the
   draft*: the revised action scored below what the memory-free draft would have scored.
 
+- decision score 0–100: 100 × mean U of every executed action (per *decision*; it rewards a
+  policy that solves at the first decision, where the per-task score only sees the last one).
+
 `paired` counts rescued / broken tasks between a no-memory and a memory run over the same tasks.
+`paired_bootstrap` / `paired_comparisons` give the paired bootstrap CI of a score difference over
+tasks, each policy's seeds averaged per task first (SPEC §8).
 The denominators are never mixed: every rate is reported as ``{value, numerator, denominator, per}``.
 """
 
@@ -47,6 +52,7 @@ class EpisodeCounters:
     uses_worse_than_draft: int = 0
     uses_better_than_draft: int = 0
     invalid_actions: int = 0
+    decision_score_sum: float = 0.0
     episode_return: float = 0.0
     record_ids: list[str] = field(default_factory=list)
 
@@ -56,6 +62,7 @@ class EpisodeCounters:
         self.decisions += 1
         self.solved = bool(info.get("solved", False))
         self.score = float(info.get("score", 0.0))
+        self.decision_score_sum += self.score
         self.evaluator_calls = int(info.get("evaluator_calls", self.evaluator_calls))
         self.failures = int(info.get("failures", self.failures))
         self.tokens = int(info.get("tokens", self.tokens))
@@ -112,7 +119,15 @@ RATE_METRICS = (
     "helpful_use",
     "worse_than_draft",
 )
-SCALAR_METRICS = ("score", "solve_rate", "total_tokens_m", "mean_return", "n_tasks", "n_solved")
+SCALAR_METRICS = (
+    "score",
+    "decision_score",
+    "solve_rate",
+    "total_tokens_m",
+    "mean_return",
+    "n_tasks",
+    "n_solved",
+)
 
 
 def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -127,10 +142,17 @@ def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     uses = sum(int(e["selected_uses"]) for e in episodes)
     harmful = sum(int(e["harmful_uses"]) for e in episodes)
     helpful = sum(int(e["helpful_uses"]) for e in episodes)
+    decisions = sum(int(e["decisions"]) for e in episodes)
     return {
         "n_tasks": n,
         "n_solved": solved,
         "score": 100.0 * sum(float(e["score"]) for e in episodes) / n if n else None,
+        "decision_score": (
+            100.0 * sum(float(e.get("decision_score_sum", 0.0)) for e in episodes) / decisions
+            if decisions
+            else None
+        ),
+        "decisions": decisions,
         "solve_rate": 100.0 * solved / n if n else None,
         "total_tokens_m": tokens / 1e6,
         "mean_return": sum(float(e.get("episode_return", 0.0)) for e in episodes) / n if n else None,
@@ -192,5 +214,65 @@ def aggregate_seeds(per_seed: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             **_mean_std([r["value"] for r in rates]),
             "per_seed": [r["value"] for r in rates],
             "pooled": Rate(num, den, rates[0]["per"] if rates else "").as_dict(),
+        }
+    return out
+
+
+def per_task(per_seed: Sequence[Sequence[Mapping[str, Any]]], key: str = "score") -> dict[str, float]:
+    """Each task's value of `key` (×100 for scores), averaged over the seeds that ran it."""
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for episodes in per_seed:
+        for e in episodes:
+            task = str(e["task_id"])
+            sums[task] = sums.get(task, 0.0) + 100.0 * float(e[key])
+            counts[task] = counts.get(task, 0) + 1
+    return {t: sums[t] / counts[t] for t in sums}
+
+
+def paired_bootstrap(
+    treated: Mapping[str, float],
+    baseline: Mapping[str, float],
+    *,
+    n_boot: int = 5000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Mean difference treated − baseline over the tasks both ran, with a percentile bootstrap CI
+    that resamples tasks (so the pairing is kept)."""
+    import numpy as np
+
+    common = sorted(set(treated) & set(baseline))
+    if not common:
+        return {"diff": None, "lo": None, "hi": None, "n_tasks": 0, "level": level}
+    d = np.array([treated[t] - baseline[t] for t in common], dtype=float)
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
+    return {
+        "diff": float(d.mean()),
+        "lo": float(lo),
+        "hi": float(hi),
+        "n_tasks": len(common),
+        "level": level,
+        "n_boot": n_boot,
+    }
+
+
+def paired_comparisons(
+    episodes_of: Mapping[str, Mapping[int, Sequence[Mapping[str, Any]]]],
+    baselines: Sequence[str] = ("random", "top1"),
+    key: str = "score",
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """For every policy, the paired bootstrap CI of its per-task `key` (seeds averaged per task)
+    against each baseline that was run (a baseline is not compared with itself)."""
+    tasks = {name: per_task(list(runs.values()), key) for name, runs in episodes_of.items()}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for name in episodes_of:
+        out[name] = {
+            f"vs_{base}": paired_bootstrap(tasks[name], tasks[base])
+            for base in baselines
+            if base in tasks and base != name
         }
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -30,8 +30,16 @@ POLICY_LABELS = {
     "top1": "Top-1 (always use)",
     "random": "Random valid",
     "cf_memory": "CF Memory (masked DQN)",
+    "cf_memory_extended": "CF Memory (masked DQN, extended z_t)",
     "oracle": "Oracle (peeks; upper bound)",
 }
+#: Baselines every policy is compared with, by a paired bootstrap over tasks (SPEC §8).
+CI_BASELINES = ("random", "top1")
+
+
+def selector_name(layout: str) -> str:
+    """The results key of the masked DQN trained on an observation layout."""
+    return "cf_memory" if layout == "paper" else f"cf_memory_{layout}"
 
 
 class ProtocolError(CmGymError):
@@ -55,6 +63,7 @@ class ProtocolConfig:
     llm_cache: Path | None = None  # None: the default file under $CM_GYM_CACHE (real LLMs only)
     llm_cache_mode: str = "rw"  # rw | ro (replay only: a miss is an error) | off
     concurrency: int = 8  # LLM calls in flight at most where calls are independent (real LLMs)
+    revision_rates: Path | None = None  # the simulator's revision rates (`cm-gym calibrate`)
     split_seed: int = 12345
     max_decisions: int = 3
     k: int = 3
@@ -66,6 +75,10 @@ class ProtocolConfig:
     n_train: int | None = None
     n_eval: int | None = None
     policies: tuple[str, ...] = POLICIES
+    #: one masked DQN per observation layout: "paper" (98 dims) and "extended" (106, beyond the paper)
+    obs_layouts: tuple[str, ...] = ("paper", "extended")
+    #: the checkpoint-selection subset of T_train (see `train_selector` for why half)
+    validation_fraction: float = 0.5
     on_masked: str = "warn"  # a policy picking masked actions: warn (they run as skip) | error
     tensorboard: bool = True
     progress: bool = True
@@ -96,6 +109,20 @@ class ProtocolConfig:
             raise ProtocolError(f"unknown policy {unknown[0]!r}; built-in: {', '.join(POLICIES)}")
         if self.on_masked not in ("warn", "error"):
             raise ProtocolError(f"on_masked must be 'warn' or 'error', got {self.on_masked!r}")
+        from cm_gym.features import OBS_LAYOUTS
+
+        if not self.obs_layouts or any(layout not in OBS_LAYOUTS for layout in self.obs_layouts):
+            raise ProtocolError(
+                f"obs_layouts must be a non-empty subset of {OBS_LAYOUTS}, got {self.obs_layouts}"
+            )
+        if not 0.0 < self.validation_fraction <= 1.0:
+            raise ProtocolError(f"validation_fraction must be in (0, 1], got {self.validation_fraction}")
+        if self.revision_rates is not None and not self.llm.startswith("simulated"):
+            raise ProtocolError(f"--revision-rates configures the simulated LLM, not {self.llm!r}")
+
+    def llm_kwargs(self) -> dict[str, Any]:
+        """Extra `make_llm` arguments: the simulator's revision-rates file, when one is given."""
+        return {"revision_rates": str(self.revision_rates)} if self.revision_rates is not None else {}
 
     def env_config(self) -> dict[str, Any]:
         """Keyword arguments shared by every env of this run."""
@@ -111,6 +138,7 @@ class ProtocolConfig:
             "use_conditions": self.use_conditions,
             "retrieval": self.retrieval,
             "data": self.data,
+            **({"llm_kwargs": self.llm_kwargs()} if self.llm_kwargs() else {}),
             **self.env_kwargs,
         }
 
@@ -131,7 +159,7 @@ def prepare(cfg: ProtocolConfig) -> Prepared:
     tasks = spec.load(cfg.data)
     split = make_split(tasks, seed=cfg.split_seed, by_env=spec.split_by_env)
     train = split.train[: cfg.n_train] if cfg.n_train else split.train
-    validation = tuple(t for t in split.validation if t in set(train)) or train[: max(1, len(train) // 5)]
+    validation = train[: max(1, int(round(len(train) * cfg.validation_fraction)))]
     split = Split(
         build=split.build[: cfg.n_build] if cfg.n_build else split.build,
         train=train,
@@ -173,6 +201,7 @@ def make_protocol_llm(cfg: ProtocolConfig, prepared: Prepared) -> Any:
         cache_path=cfg.llm_cache,
         cache_mode=cfg.llm_cache_mode,
         concurrency=cfg.concurrency,
+        **cfg.llm_kwargs(),
     )
 
 
@@ -240,14 +269,19 @@ def make_env(
     kwargs = {**cfg.env_config(), **overrides}
     if llm is not None:
         kwargs.update(llm=llm, llm_cache=None)
+        kwargs.pop("llm_kwargs", None)  # the shared LLM was built with them
     return MemorySelectionEnv(store=snapshot, tasks=list(task_ids), **kwargs)
 
 
 def train_selector(
-    cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, seed: int, llm: Any = None
+    cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, seed: int, llm: Any = None, layout: str = "paper"
 ) -> dict[str, Any]:
-    """Train the masked DQN for `total_decisions` on T_train \\ validation; keep the checkpoint
-    with the best mean validation return. Returns the training record (paths, history)."""
+    """Train the masked DQN on `layout` observations for `total_decisions` on T_train; keep the
+    checkpoint with the best mean return on the validation subset of the training tasks (paper
+    C.3). The subset is `validation_fraction` of T_train (default half: 120 SQL tasks), because
+    with the paper-sized subsets of ~50 tasks the standard error of a checkpoint's mean return
+    exceeds the differences between checkpoints; the record reports that SE and the paired SE of
+    best − runner-up, so a reader can see whether the choice was noise."""
     import torch
 
     from cm_gym.agents.masked_dqn import MaskedDQN
@@ -255,20 +289,21 @@ def train_selector(
 
     torch.set_num_threads(1)  # a (64, 64) MLP is ~10x slower with several threads on a small box
     val = prepared.split.validation
-    train_ids = [t for t in prepared.split.train if t not in set(val)] or list(prepared.split.train)
-    env = make_env(cfg, snapshot, train_ids, llm, task_order="random")
-    val_env = make_env(cfg, snapshot, val, llm)
-    seed_dir = Path(cfg.out_dir) / "selector" / f"seed{seed}"
+    train_ids = list(prepared.split.train)
+    env = make_env(cfg, snapshot, train_ids, llm, task_order="random", obs_layout=layout)
+    val_env = make_env(cfg, snapshot, val, llm, obs_layout=layout)
+    run_name = f"seed{seed}" if layout == "paper" else f"{layout}-seed{seed}"
+    seed_dir = Path(cfg.out_dir) / "selector" / run_name
     tb = str(Path(cfg.out_dir) / "tensorboard") if cfg.tensorboard else None
     if tb is not None:  # a rerun of this seed replaces its logs instead of adding seedN_2
         from cm_gym.outputs import remove_tensorboard_runs
 
-        remove_tensorboard_runs(Path(tb), f"seed{seed}")
+        remove_tensorboard_runs(Path(tb), run_name)
     model = MaskedDQN("MlpPolicy", env, seed=seed, tensorboard_log=tb, verbose=0)
     callback = CheckpointSelector(val_env, val, seed_dir, every=cfg.checkpoint_every)
     started = time.perf_counter()
     model.learn(
-        total_timesteps=cfg.total_decisions, callback=callback, tb_log_name=f"seed{seed}", progress_bar=False
+        total_timesteps=cfg.total_decisions, callback=callback, tb_log_name=run_name, progress_bar=False
     )
     if callback.best_step < 0:  # shorter than one checkpoint interval: score the final policy
         callback.evaluate_checkpoint()
@@ -277,12 +312,44 @@ def train_selector(
     val_env.close()
     return {
         "seed": seed,
+        "layout": layout,
+        "validation_tasks": len(val),
+        "selection": callback.selection_noise(),
         "best_checkpoint": str(callback.best_path),
         "best_step": callback.best_step,
         "best_validation_return": callback.best_return,
         "history": callback.history,
         "train_seconds": time.perf_counter() - started,
     }
+
+
+def train_layouts(
+    cfg: ProtocolConfig,
+    snapshot: Any,
+    prepared: Prepared,
+    llm: Any = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """One selector per (observation layout, seed), in that order."""
+    jobs = [(layout, seed) for layout in cfg.obs_layouts for seed in cfg.seeds]
+    out = []
+    for i, (layout, seed) in enumerate(jobs):
+        if progress:
+            progress("train", i, len(jobs))
+        out.append(train_selector(cfg, snapshot, prepared, seed, llm, layout))
+        if progress:
+            progress("train", i + 1, len(jobs))
+    return out
+
+
+Checkpoints = Mapping[int, str] | Mapping[str, Mapping[int, str]]
+
+
+def checkpoints_by_layout(checkpoints: Checkpoints) -> dict[str, dict[int, str]]:
+    """``{seed: path}`` (paper layout) or ``{layout: {seed: path}}`` → ``{layout: {seed: path}}``."""
+    if all(isinstance(v, str) for v in checkpoints.values()):
+        return {"paper": {int(k): str(v) for k, v in checkpoints.items()}}  # type: ignore[arg-type]
+    return {str(k): {int(s): str(p) for s, p in v.items()} for k, v in checkpoints.items()}  # type: ignore[union-attr]
 
 
 def make_policy(name: str, env: Any, seed: int, checkpoint: str | None = None) -> Any:
@@ -302,7 +369,8 @@ def make_policy(name: str, env: Any, seed: int, checkpoint: str | None = None) -
 
         if checkpoint is None:
             raise ProtocolError("cf_memory needs a trained checkpoint")
-        return MaskedDQN.load(checkpoint, env=None, device="cpu")
+        space = getattr(env, "observation_space", None)  # refuses a checkpoint of another layout
+        return MaskedDQN.load(checkpoint, env=None, device="cpu", observation_space=space)
     raise ProtocolError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
 
 
@@ -316,36 +384,49 @@ def resolve_policy(cfg: ProtocolConfig, name: str, env: Any, seed: int, checkpoi
 
 
 def evaluate_policies(
-    cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, checkpoints: dict[int, str], llm: Any = None
+    cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, checkpoints: Checkpoints, llm: Any = None
 ) -> dict[str, Any]:
     """Evaluate every policy on T_eval with store and policy frozen. Deterministic policies are
-    run once and shared across seeds; random and CF Memory run once per seed."""
+    run once and shared across seeds; random and CF Memory run once per seed, CF Memory once per
+    trained observation layout (on an env of that layout: same tasks, LLM and world model). Every
+    policy carries paired bootstrap CIs against random valid and top-1 (``paired_ci``)."""
     from cm_gym.evaluation import report_masked
-    from cm_gym.metrics import aggregate_seeds, paired, summarize
+    from cm_gym.metrics import aggregate_seeds, paired, paired_comparisons, summarize
     from cm_gym.training import run_episodes
 
-    # score_drafts: when memory changed the action, also check the memory-free draft on a fork
-    # (never charged to any counter) so "worse than the draft" can be reported beside harmful use.
-    env = make_env(cfg, snapshot, prepared.split.eval, llm, task_order="sequential", score_drafts=True)
+    by_layout = checkpoints_by_layout(checkpoints)
+    envs: dict[str, Any] = {}
     prefetch = _EpisodePrefetch(cfg, snapshot, prepared, llm)
+    names: list[tuple[str, str, str]] = []  # (results key, policy name, layout)
+    for name in cfg.policies:
+        if name == "cf_memory" and name not in cfg.custom_policies:
+            names += [(selector_name(layout), name, layout) for layout in by_layout or {"paper": {}}]
+        else:
+            names.append((name, name, "paper"))
     results: dict[str, Any] = {}
     episodes_of: dict[str, dict[int, list[dict[str, Any]]]] = {}
-    for name in cfg.policies:
+    for key, name, layout in names:
+        if layout not in envs:
+            envs[layout] = make_env(
+                cfg, snapshot, prepared.split.eval, llm, task_order="sequential", obs_layout=layout
+            )
+        env, ckpts = envs[layout], by_layout.get(layout, {})
         per_seed: dict[int, list[dict[str, Any]]] = {}
         for seed in cfg.seeds:
             if name in ("none", "top1", "oracle") and per_seed:
                 per_seed[seed] = next(iter(per_seed.values()))
                 continue
-            policy = resolve_policy(cfg, name, env, seed, checkpoints.get(seed))
-            prefetch(name, seed, policy, checkpoints.get(seed))
+            policy = resolve_policy(cfg, name, env, seed, ckpts.get(seed))
+            prefetch(name, seed, policy, ckpts.get(seed), layout)
             on_masked = "error" if cfg.on_masked == "error" else "count"
             per_seed[seed] = run_episodes(env, policy, prepared.split.eval, on_masked=on_masked)
-        episodes_of[name] = per_seed
+        episodes_of[key] = per_seed
         summaries = [summarize(eps) for eps in per_seed.values()]
         masked = sum(e.get("invalid_actions", 0) for eps in per_seed.values() for e in eps)
-        report_masked(name, masked, sum(e["decisions"] for eps in per_seed.values() for e in eps))
-        results[name] = {
-            "label": POLICY_LABELS.get(name, name),
+        report_masked(key, masked, sum(e["decisions"] for eps in per_seed.values() for e in eps))
+        results[key] = {
+            "label": POLICY_LABELS.get(key, key),
+            "layout": layout if name == "cf_memory" else None,
             "per_seed": summaries,
             "mean": aggregate_seeds(summaries),
             "masked_actions": masked,
@@ -355,7 +436,10 @@ def evaluate_policies(
         for name, per_seed in episodes_of.items():
             if name != "none":
                 results[name]["paired_vs_none"] = [paired(base, eps) for eps in per_seed.values()]
-    env.close()
+    for name, comparisons in paired_comparisons(episodes_of, CI_BASELINES).items():
+        results[name]["paired_ci"] = comparisons
+    for env in envs.values():
+        env.close()
     prefetch.close()
     return results
 
@@ -371,28 +455,36 @@ class _EpisodePrefetch:
         from cm_gym.llm.cached import cached_llm_of
 
         self.cached = cached_llm_of(llm) if cfg.concurrency > 1 else None
-        self.cfg, self.task_ids, self.env = cfg, prepared.split.eval, None
-        if self.cached is not None:
-            self.env = make_env(
-                cfg, snapshot, self.task_ids, RecordingLLM(self.cached), task_order="sequential"
-            )
+        self.cfg, self.task_ids, self.snapshot = cfg, prepared.split.eval, snapshot
+        self.envs: dict[str, Any] = {}  # one recording env per observation layout
+        self.recording = RecordingLLM(self.cached) if self.cached is not None else None
 
-    def __call__(self, name: str, seed: int, policy: Any, checkpoint: str | None) -> None:
-        if self.env is None or self.cached is None:
+    def __call__(
+        self, name: str, seed: int, policy: Any, checkpoint: str | None, layout: str = "paper"
+    ) -> None:
+        if self.cached is None:
             return
         from cm_gym.prefetch import prefetch_episodes
 
-        ahead = make_policy(name, self.env, seed, checkpoint) if name == "oracle" else policy
-        stats = prefetch_episodes(
-            self.env, ahead, self.task_ids, self.cached, concurrency=self.cfg.concurrency
-        )
+        if layout not in self.envs:
+            self.envs[layout] = make_env(
+                self.cfg,
+                self.snapshot,
+                self.task_ids,
+                self.recording,
+                task_order="sequential",
+                obs_layout=layout,
+            )
+        env = self.envs[layout]
+        ahead = make_policy(name, env, seed, checkpoint) if name == "oracle" else policy
+        stats = prefetch_episodes(env, ahead, self.task_ids, self.cached, concurrency=self.cfg.concurrency)
         logger.info(
             "prefetched %d LLM calls for %s (seed %d) in %.1f s", stats.calls, name, seed, stats.seconds
         )
 
     def close(self) -> None:
-        if self.env is not None:
-            self.env.close()
+        for env in self.envs.values():
+            env.close()
 
 
 def run_protocol(
@@ -415,16 +507,11 @@ def run_protocol(
     snapshot = load_snapshot(snapshot_path, prepared)
     timings["build_seconds"] = time.perf_counter() - t0
     training: list[dict[str, Any]] = []
-    checkpoints: dict[int, str] = {}
-    if "cf_memory" in cfg.policies:
-        for i, seed in enumerate(cfg.seeds):
-            if progress:
-                progress("train", i, len(cfg.seeds))
-            record = train_selector(cfg, snapshot, prepared, seed, llm)
-            training.append(record)
-            checkpoints[seed] = record["best_checkpoint"]
-            if progress:
-                progress("train", i + 1, len(cfg.seeds))
+    checkpoints: dict[str, dict[int, str]] = {}
+    if "cf_memory" in cfg.policies and "cf_memory" not in cfg.custom_policies:
+        training = train_layouts(cfg, snapshot, prepared, llm, progress)
+        for record in training:
+            checkpoints.setdefault(record["layout"], {})[record["seed"]] = record["best_checkpoint"]
     timings["train_seconds"] = time.perf_counter() - t0 - timings["build_seconds"]
     if progress:
         progress("evaluate", 0, 1)
@@ -463,13 +550,7 @@ def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | N
     else:
         snapshot_path = Path(cfg.store)
     snapshot = load_snapshot(snapshot_path, prepared)
-    training = []
-    for i, seed in enumerate(cfg.seeds):
-        if progress:
-            progress("train", i, len(cfg.seeds))
-        training.append(train_selector(cfg, snapshot, prepared, seed, llm))
-        if progress:
-            progress("train", i + 1, len(cfg.seeds))
+    training = train_layouts(cfg, snapshot, prepared, llm, progress)
     record = {
         "config": config_json(cfg),
         "snapshot": str(snapshot_path),
@@ -482,22 +563,25 @@ def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | N
     return record
 
 
-def evaluate_all(cfg: ProtocolConfig, checkpoints: dict[int, str], *, write: bool = True) -> dict[str, Any]:
-    """Evaluate every policy on T_eval against the frozen snapshot `cfg.store`; checkpoints are
-    checked (existence, observation size) before any episode runs. With `write`, the results go
-    to ``<out_dir>/results.json``."""
+def evaluate_all(cfg: ProtocolConfig, checkpoints: Checkpoints, *, write: bool = True) -> dict[str, Any]:
+    """Evaluate every policy on T_eval against the frozen snapshot `cfg.store`; checkpoints
+    (``{seed: path}`` for the paper layout or ``{layout: {seed: path}}``) are checked (existence,
+    observation layout) before any episode runs. With `write`, the results go to
+    ``<out_dir>/results.json``."""
     if cfg.store is None:
         raise ProtocolError("evaluation needs a frozen snapshot (--store)")
     prepared = prepare(cfg)
     snapshot = load_snapshot(Path(cfg.store), prepared)
-    if "cf_memory" in cfg.policies:
-        missing = [s for s in cfg.seeds if s not in checkpoints or not Path(checkpoints[s]).is_file()]
-        if missing:
-            raise ProtocolError(f"no selector checkpoint for seed(s) {missing}")
+    if "cf_memory" in cfg.policies and "cf_memory" not in cfg.custom_policies:
         from cm_gym.agents.masked_dqn import MaskedDQN
+        from cm_gym.features import obs_dim
 
-        for path in checkpoints.values():
-            MaskedDQN.load(path, env=None, device="cpu")  # raises on a different observation size
+        for layout, paths in (checkpoints_by_layout(checkpoints) or {"paper": {}}).items():
+            missing = [s for s in cfg.seeds if s not in paths or not Path(paths[s]).is_file()]
+            if missing:
+                raise ProtocolError(f"no {layout!r}-layout selector checkpoint for seed(s) {missing}")
+            for path in paths.values():  # raises on another observation layout
+                MaskedDQN.load(path, env=None, device="cpu", expected_obs_dim=obs_dim(layout))
     llm = make_protocol_llm(cfg, prepared)
     policies = evaluate_policies(cfg, snapshot, prepared, checkpoints, llm)
     results = {

@@ -13,12 +13,13 @@ from typing import Any
 
 COLUMNS = (
     ("Score", "score", "{:.1f}"),
+    ("Score/decision", "decision_score", "{:.1f}"),
     ("Tokens (M)", "total_tokens_m", "{:.3f}"),
     ("Calls/solved", "evaluator_calls_per_solved", "{:.2f}"),
     ("Fails/solved", "failures_per_solved", "{:.2f}"),
     ("Coverage", "retrieval_coverage", "{:.1%}"),
     ("Harmful use", "harmful_use", "{:.1%}"),
-    ("Worse than draft", "worse_than_draft", "{:.1%}"),
+    ("Helpful use", "helpful_use", "{:.1%}"),
 )
 #: Short headers used when the full ones do not fit the width (explained under the table).
 SHORT = {
@@ -73,9 +74,10 @@ def _footnote(results: Mapping[str, Any]) -> str:
     return (
         f"benchmark {cfg.get('benchmark', '?')}: {split.get('eval', '?')} held-out tasks, "
         f"{len(cfg.get('seeds', ()))} selector seed(s), store of {results['snapshot']['records']} records; "
-        "mean ± std over seeds. Score = 100 × mean final U; calls and fails per solved task; coverage "
-        "per retrieval opportunity; harmful use (reuse label −1, Appendix B.3) per selected record use; "
-        "worse than draft per selected use that changed the draft."
+        "mean ± std over seeds. Score = 100 × mean final U per task; score/decision = 100 × mean U of "
+        "every executed action; calls and fails per solved task; coverage per retrieval opportunity; "
+        "harmful / helpful use per selected record use (the revised action scored below / above the "
+        "memory-free draft, checked on a fork: SPEC §3 amended)."
     )
 
 
@@ -109,7 +111,36 @@ def results_table(results: Mapping[str, Any], fmt: str = "text", width: int = WI
             " Short headers: " + ", ".join(f"{SHORT[c[0]]} = {c[0]}" for c in COLUMNS if c[0] in SHORT) + "."
         )
     notes = [textwrap.fill(foot, width)] + [textwrap.fill(w, width) for w in _warnings(results)]
-    return "\n".join([*lines, "", *notes])
+    return "\n".join([*lines, "", *notes, *ci_table(results, width)])
+
+
+def _ci(c: Mapping[str, Any] | None) -> str:
+    if not c or c.get("diff") is None:
+        return "—"
+    return f"{c['diff']:+.1f} [{c['lo']:+.1f}, {c['hi']:+.1f}]"
+
+
+def _ci_rows(results: Mapping[str, Any], label_width: int | None = None) -> list[list[str]]:
+    rows = [["Policy", "vs Random valid", "vs Top-1"]]
+    for res in results["policies"].values():
+        label = str(res["label"])
+        if label_width is not None and len(label) > label_width:
+            label = label[: label_width - 1] + "…"
+        ci = res.get("paired_ci", {})
+        rows.append([label, _ci(ci.get("vs_random")), _ci(ci.get("vs_top1"))])
+    return rows
+
+
+def ci_table(results: Mapping[str, Any], width: int = WIDTH) -> list[str]:
+    """Paired score differences against random valid and top-1: per task, each policy's seeds
+    averaged per task first, 95% percentile bootstrap over tasks (SPEC §8)."""
+    if not any("paired_ci" in res for res in results["policies"].values()):
+        return []
+    for label_width in (None, 30, 24, 16):
+        lines = _aligned(_ci_rows(results, label_width))
+        if max(map(len, lines)) <= width:
+            break
+    return ["", "Score difference, paired over tasks (seeds averaged per task; 95% bootstrap CI):", *lines]
 
 
 def markdown_table(results: Mapping[str, Any]) -> str:
@@ -117,6 +148,11 @@ def markdown_table(results: Mapping[str, Any]) -> str:
     rows = _rows(results, "all", False, None)
     lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    ci = _ci_rows(results)
+    if any("paired_ci" in res for res in results["policies"].values()):
+        lines += ["", "Score difference, paired over tasks (95% bootstrap CI):", ""]
+        lines += ["| " + " | ".join(ci[0]) + " |", "|" + "---|" * len(ci[0])]
+        lines += ["| " + " | ".join(r) + " |" for r in ci[1:]]
     return "\n".join([*lines, "", _footnote(results), *_warnings(results)])
 
 
@@ -129,6 +165,7 @@ def results_json(results: Mapping[str, Any]) -> dict[str, Any]:
             metric = res["mean"].get(key) or {}
             row[key] = {"mean": metric.get("mean"), "std": metric.get("std"), "header": header}
         row["masked_actions"] = res.get("masked_actions", 0)
+        row["paired_ci"] = res.get("paired_ci", {})
         rows.append(row)
     return {
         "benchmark": results.get("config", {}).get("benchmark"),

@@ -109,6 +109,7 @@ class CheckpointSelector(BaseCallback):
         self.best_return = -np.inf
         self.best_step = -1
         self.history: list[dict[str, float]] = []
+        self._returns: dict[int, np.ndarray] = {}  # per-task validation returns per checkpoint
         self._ep = EpisodeCounters()
 
     @property
@@ -138,12 +139,47 @@ class CheckpointSelector(BaseCallback):
         self.logger.record_mean("llm/tokens_per_task", ep.tokens)
         self.logger.record_mean("llm/evaluator_calls_per_task", ep.evaluator_calls)
 
+    def selection_noise(self) -> dict[str, float | int | None]:
+        """How much the checkpoint choice can be trusted: the standard error of the best
+        checkpoint's mean validation return, the spread of mean returns across checkpoints, and
+        the paired (same tasks) difference best − runner-up with its standard error."""
+        steps = sorted(self._returns, key=lambda k: float(self._returns[k].mean()), reverse=True)
+        if not steps:
+            return {"validation_tasks": len(self.val_task_ids)}
+        best = self._returns[steps[0]]
+        n = len(best)
+        out: dict[str, float | int | None] = {
+            "validation_tasks": n,
+            "best_return_se": float(best.std(ddof=1) / np.sqrt(n)) if n > 1 else None,
+            "checkpoint_spread": float(
+                max(r.mean() for r in self._returns.values()) - min(r.mean() for r in self._returns.values())
+            ),
+        }
+        if len(steps) > 1 and n > 1:
+            diff = best - self._returns[steps[1]]
+            out.update(
+                runner_up_step=int(steps[1]),
+                best_minus_runner_up=float(diff.mean()),
+                paired_se=float(diff.std(ddof=1) / np.sqrt(n)),
+            )
+        return out
+
     def evaluate_checkpoint(self) -> float:
         """Score the current greedy policy on the validation subset; keep it if it is the best."""
         episodes = run_episodes(self.val_env, self.model, self.val_task_ids)
         value = mean_return(episodes)
         solved = float(np.mean([e["solved"] for e in episodes])) if episodes else 0.0
-        self.history.append({"step": float(self.num_timesteps), "val_return": value, "val_solved": solved})
+        returns = np.array([float(e["episode_return"]) for e in episodes])
+        self._returns[int(self.num_timesteps)] = returns
+        se = float(returns.std(ddof=1) / np.sqrt(len(returns))) if len(returns) > 1 else float("nan")
+        self.history.append(
+            {
+                "step": float(self.num_timesteps),
+                "val_return": value,
+                "val_return_se": se,
+                "val_solved": solved,
+            }
+        )
         self.logger.record("charts/validation_return", value)
         self.logger.record("charts/validation_solved", solved)
         self.logger.dump(self.num_timesteps)  # every validation point reaches TensorBoard, the last too

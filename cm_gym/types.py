@@ -100,6 +100,14 @@ class Outcome:
     details: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
+    def graded_score(self) -> float:
+        """A graded utility in [0, 1] where the world model computes one beside `score` —
+        ``details["graded"]``: result-set overlap for SQL — else `score` (already graded where a
+        domain scores the fraction of tests or constraints). Evidence Δ uses it."""
+        graded = self.details.get("graded") if self.details else None
+        return float(graded) if graded is not None else float(self.score)
+
+    @property
     def completed(self) -> bool:
         """True when the evaluator finished its check (needed for admission, Eq. 2)."""
         return self.status == "ok"

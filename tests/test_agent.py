@@ -69,10 +69,29 @@ def _decision(draft: str, action: str, record: str | None, score: float, solved:
     return Decision(state, draft, action, Outcome(score=score, solved=solved), record, Cost())
 
 
-def test_reuse_label_follows_the_spec_rule() -> None:
-    assert reuse_label(_decision("a", "a", "r", 1.0, True), 0.0) == 0  # unchanged → neutral
-    assert reuse_label(_decision("a", "b", "r", 1.0, True), None) == 1  # changed and solved
-    assert reuse_label(_decision("a", "b", "r", 0.2, False), 0.5) == -1  # worse than previous
-    assert reuse_label(_decision("a", "b", "r", 0.7, False), 0.5) == 1  # better than previous
-    assert reuse_label(_decision("a", "b", "r", 0.0, False), None) == 0  # no reference attempt
-    assert reuse_label(_decision("a", "b", None, 1.0, True), None) == 0  # no record used
+def test_paper_reuse_label_follows_appendix_b3() -> None:
+    def label(d: Decision, previous: float | None) -> int:
+        return reuse_label(d, previous, rule="paper")
+
+    assert label(_decision("a", "a", "r", 1.0, True), 0.0) == 0  # unchanged → neutral
+    assert label(_decision("a", "b", "r", 1.0, True), None) == 1  # changed and solved
+    assert label(_decision("a", "b", "r", 0.2, False), 0.5) == -1  # worse than previous
+    assert label(_decision("a", "b", "r", 0.7, False), 0.5) == 1  # better than previous
+    assert label(_decision("a", "b", "r", 0.0, False), None) == 0  # no reference attempt
+    assert label(_decision("a", "b", None, 1.0, True), None) == 0  # no record used
+
+
+def test_draft_reuse_label_compares_with_the_memory_free_draft() -> None:
+    def label(d: Decision, draft_score: float, draft_solved: bool = False) -> int:
+        return reuse_label(d, None, Outcome(score=draft_score, solved=draft_solved))
+
+    assert label(_decision("a", "a", "r", 0.0, False), 1.0, True) == 0  # unchanged → neutral
+    assert label(_decision("a", "b", "r", 0.0, False), 1.0, True) == -1  # broke a right draft
+    assert label(_decision("a", "b", "r", 1.0, True), 0.0) == 1  # fixed a wrong draft
+    assert label(_decision("a", "b", "r", 0.0, False), 0.0) == 0  # changed, still wrong
+    assert label(_decision("a", "b", "r", 0.6, False), 0.4) == 1  # graded: better
+    assert label(_decision("a", "b", "r", 0.4, False), 0.6) == -1  # graded: worse
+    with pytest.raises(ValueError, match="draft's outcome"):
+        reuse_label(_decision("a", "b", "r", 1.0, True), None)
+    with pytest.raises(ValueError, match="rule"):
+        reuse_label(_decision("a", "b", "r", 1.0, True), None, rule="mine")

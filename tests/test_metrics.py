@@ -214,3 +214,33 @@ def test_worse_than_draft_uses_its_own_denominator() -> None:
     assert s["worse_than_draft"]["numerator"] == 1 and s["worse_than_draft"]["denominator"] == 2
     assert s["harmful_use"]["denominator"] == 3
     assert ep["uses_better_than_draft"] == 1
+
+
+def test_paired_bootstrap_averages_seeds_per_task_and_brackets_the_difference() -> None:
+    from cm_gym.metrics import paired_bootstrap, paired_comparisons, per_task
+
+    def eps(scores: list[float]) -> list[dict]:
+        return [{"task_id": f"t{i}", "score": s} for i, s in enumerate(scores)]
+
+    a = [1.0] * 30 + [0.0] * 10
+    runs = {
+        "policy": {0: eps(a), 1: eps([1.0] * 40)},
+        "random": {0: eps([1.0] * 20 + [0.0] * 20)},
+    }
+    tasks = per_task(list(runs["policy"].values()))
+    assert tasks["t0"] == 100.0 and tasks["t35"] == 50.0  # seeds averaged per task (0 and 100)
+    ci = paired_bootstrap(tasks, per_task(list(runs["random"].values())))
+    assert ci["n_tasks"] == 40 and ci["diff"] == pytest.approx((10 * 100 + 10 * 50) / 40)
+    assert ci["lo"] < ci["diff"] < ci["hi"] and ci["lo"] > 0
+    same = paired_bootstrap(tasks, tasks)
+    assert same["diff"] == same["lo"] == same["hi"] == 0.0
+    comparisons = paired_comparisons(runs, ("random",))
+    assert set(comparisons["policy"]) == {"vs_random"} and comparisons["random"] == {}
+
+
+def test_decision_score_counts_every_executed_action() -> None:
+    c = EpisodeCounters()
+    c.update({"task_id": "t", "score": 0.0, "solved": False})
+    c.update({"task_id": "t", "score": 1.0, "solved": True})
+    s = summarize([c.as_dict()])
+    assert s["score"] == 100.0 and s["decision_score"] == 50.0 and s["decisions"] == 2

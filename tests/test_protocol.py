@@ -53,7 +53,10 @@ def small_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[ProtocolConfig,
 def test_run_writes_results_for_every_policy_with_separate_denominators(small_run: Any) -> None:
     cfg, results = small_run
     on_disk = json.loads((cfg.out_dir / "results.json").read_text())
-    assert set(on_disk["policies"]) == set(POLICIES)
+    assert set(on_disk["policies"]) == set(POLICIES) | {"cf_memory_extended"}  # one selector per layout
+    ci = on_disk["policies"]["cf_memory_extended"]["paired_ci"]
+    assert set(ci) == {"vs_random", "vs_top1"} and ci["vs_random"]["n_tasks"] == 30
+    assert ci["vs_random"]["lo"] <= ci["vs_random"]["diff"] <= ci["vs_random"]["hi"]
     assert results["split"]["eval"] == 30
     for res in on_disk["policies"].values():
         assert len(res["per_seed"]) == 2
@@ -64,8 +67,12 @@ def test_run_writes_results_for_every_policy_with_separate_denominators(small_ru
         assert one["harmful_use"]["per"] == "selected record use"
     none = on_disk["policies"]["none"]["per_seed"][0]
     assert none["selected_uses"] == 0  # always skip never shows a record
+    assert sorted((t["layout"], t["seed"]) for t in results["training"]) == [
+        ("extended", 0), ("extended", 1), ("paper", 0), ("paper", 1)
+    ]  # fmt: skip
     for t in results["training"]:
         assert Path(t["best_checkpoint"]).is_file() and t["best_step"] in (60, 120)
+        assert t["validation_tasks"] == 20 and t["selection"]["best_return_se"] > 0
     assert list((cfg.out_dir / "tensorboard").rglob("events.out.tfevents*"))
 
 
@@ -73,7 +80,7 @@ def test_evaluation_leaves_the_snapshot_unchanged_and_is_repeatable(small_run: A
     cfg, results = small_run
     snap = Path(results["snapshot"]["path"])
     before = snap.read_bytes()
-    ckpts = {t["seed"]: t["best_checkpoint"] for t in results["training"]}
+    ckpts = {t["seed"]: t["best_checkpoint"] for t in results["training"] if t["layout"] == "paper"}
     cfg2 = dataclasses.replace(cfg, store=snap, out_dir=cfg.out_dir / "again", policies=("none", "cf_memory"))
     again = evaluate_all(cfg2, ckpts)
     assert snap.read_bytes() == before
@@ -145,4 +152,7 @@ def test_checkpoint_with_another_observation_size_is_refused_before_work(
     )
     with pytest.raises(CmGymError):
         evaluate_all(cfg2, {0: str(tmp_path / "tiny.zip"), 1: str(tmp_path / "tiny.zip")})
+    extended = {t["seed"]: t["best_checkpoint"] for t in results["training"] if t["layout"] == "extended"}
+    with pytest.raises(ObservationLayoutError, match="extended layout"):  # given as paper checkpoints
+        evaluate_all(cfg2, extended)
     assert not (tmp_path / "results.json").exists()

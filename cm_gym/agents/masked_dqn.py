@@ -28,7 +28,7 @@ from stable_baselines3.common.type_aliases import GymEnv
 from torch.nn import functional as F
 
 from cm_gym.agents.policies import MaskedDQNPolicy, masked_max
-from cm_gym.features import OBS_DIM, ObservationLayoutError, mask_from_observation
+from cm_gym.features import OBS_DIM, ObservationLayoutError, layout_of, mask_from_observation
 
 SelfMaskedDQN = TypeVar("SelfMaskedDQN", bound="MaskedDQN")
 
@@ -193,7 +193,8 @@ class MaskedDQN(DQN):
         checkpoint) is refused with `ObservationLayoutError` before anything is built.
 
         The size is checked against `env`'s observation space, else `observation_space`, else
-        ``(expected_obs_dim,)`` (the 98-dim cm_gym layout; None skips the check)."""
+        ``(expected_obs_dim,)`` (98 = the paper layout, 106 = the extended one; None skips the
+        check), so a checkpoint of one `obs_layout` refuses the other."""
         expected = (
             observation_space if observation_space is not None else getattr(env, "observation_space", None)
         )
@@ -205,9 +206,11 @@ class MaskedDQN(DQN):
                 raise ObservationLayoutError(f"{path}: no observation space stored in this checkpoint")
             saved = data["observation_space"]
             if expected is not None and getattr(saved, "shape", None) != getattr(expected, "shape", None):
+                have, want = layout_of(saved.shape[-1]), layout_of(expected.shape[-1])
                 raise ObservationLayoutError(
-                    f"{path}: checkpoint was trained on observations of shape {saved.shape}, "
-                    f"but the environment gives {expected.shape}; retrain for this layout"
+                    f"{path}: checkpoint was trained on observations of shape {saved.shape} ({have} "
+                    f"layout), but the environment gives shape {expected.shape} ({want} layout); "
+                    "evaluate it with its own obs_layout or retrain for this one"
                 )
             policy_class = data.get("policy_class")
             if isinstance(policy_class, type) and not issubclass(policy_class, MaskedDQNPolicy):

@@ -23,6 +23,8 @@ COMMANDS = (
     "benchmarks",
     "check_domain",
     "data",
+    "diagnose",
+    "calibrate",
 )
 
 

@@ -73,14 +73,16 @@ def run(args: argparse.Namespace) -> int:
     cfg = dataclass_from_args(ProtocolConfig, args, base=base)
     if args.out_dir is None:
         cfg.out_dir = path.parent if record else Path("runs") / cfg.benchmark
-    checkpoints: dict[int, str] = {}
+    checkpoints: dict[str, dict[int, str]] = {}  # {layout: {seed: path}}
     if record:
-        checkpoints = {int(t["seed"]): t["best_checkpoint"] for t in record["training"]}
+        for t in record["training"]:
+            checkpoints.setdefault(t.get("layout", "paper"), {})[int(t["seed"])] = t["best_checkpoint"]
         cfg.store = cfg.store or Path(record["snapshot"])
-        missing = sorted(set(cfg.seeds) - set(checkpoints))
+        trained = set.intersection(*(set(c) for c in checkpoints.values())) if checkpoints else set()
+        missing = sorted(set(cfg.seeds) - trained)
         if missing and "cf_memory" in cfg.policies:
             raise ProtocolError(
-                f"{path} has no selector for seed(s) {missing}; trained seeds: {sorted(checkpoints)}"
+                f"{path} has no selector for seed(s) {missing}; trained seeds: {sorted(trained)}"
             )
     elif "cf_memory" in cfg.policies:
         if args.policies is not None:

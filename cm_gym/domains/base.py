@@ -9,12 +9,14 @@ module.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import hashlib
 import re
 import sys
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,17 +97,85 @@ class ErrorOperator:
     apply: Callable[[Task, str, np.random.Generator], str | None]
 
 
+#: How close a shown record is to the draft it revises (`Domain.record_closeness`): "match" — the
+#: record's a⁻ pattern occurs in the draft; "analogous" — it does not, but the same kind of edit has
+#: another site or operator there; "unrelated" — neither.
+CLOSENESS: tuple[str, ...] = ("match", "analogous", "unrelated")
+#: What a revision does with the shown record (`RevisionRates.branch`).
+REVISION_BRANCHES: tuple[str, ...] = ("apply", "overapply", "disturb", "unchanged")
+
+
+@dataclass(frozen=True)
+class RevisionRates:
+    """How a frozen LLM revises its draft when shown one record, by closeness (`CLOSENESS`).
+
+    * match: applies the record's contrast with probability `apply`, rewrites an unrelated part
+      instead with `match_disturb`, otherwise returns the draft unchanged (ignores the record);
+    * analogous: over-applies the advice by analogy — the same kind of edit at another site or
+      operator (`Domain.analogous_edits`) — with `overapply`, disturbs an unrelated part with
+      `analogous_disturb`, otherwise leaves the draft alone;
+    * unrelated: disturbs an unrelated part (`Domain.disturbances`) with `unrelated_disturb`,
+      otherwise leaves the draft alone.
+
+    The class defaults are the pooled fit of `cm-gym calibrate --fit` to the paper's per-record
+    figures (Fig. 4d, Appendix E.3) on the generated SQL, SAT and SMT benchmarks; each built-in
+    domain states its own fitted values where its error model is built, and
+    `cm-gym calibrate --llm-cache FILE` measures them for a real model.
+    """
+
+    apply: float = 0.85
+    match_disturb: float = 0.03
+    overapply: float = 0.15
+    analogous_disturb: float = 0.05
+    unrelated_disturb: float = 0.08
+
+    def __post_init__(self) -> None:
+        values = dataclasses.asdict(self)
+        if any(not 0.0 <= float(v) <= 1.0 for v in values.values()):
+            raise ValueError(f"revision rates must lie in [0, 1], got {values}")
+        if (
+            self.apply + self.match_disturb > 1.0 + 1e-9
+            or self.overapply + self.analogous_disturb > 1.0 + 1e-9
+        ):
+            raise ValueError(f"the rates of one closeness bin must sum to at most 1, got {values}")
+
+    def probabilities(self, closeness: str) -> dict[str, float]:
+        """P(branch | closeness) over `REVISION_BRANCHES` (they sum to 1)."""
+        if closeness == "match":
+            p = {"apply": self.apply, "overapply": 0.0, "disturb": self.match_disturb}
+        elif closeness == "analogous":
+            p = {"apply": 0.0, "overapply": self.overapply, "disturb": self.analogous_disturb}
+        elif closeness == "unrelated":
+            p = {"apply": 0.0, "overapply": 0.0, "disturb": self.unrelated_disturb}
+        else:
+            raise ValueError(f"closeness must be one of {CLOSENESS}, got {closeness!r}")
+        p["unchanged"] = max(0.0, 1.0 - sum(p.values()))
+        return p
+
+    def branch(self, closeness: str, u: float) -> str:
+        """The branch a uniform draw `u` ∈ [0, 1) selects (cumulative in `REVISION_BRANCHES` order)."""
+        acc = 0.0
+        for name, p in self.probabilities(closeness).items():
+            acc += p
+            if u < acc:
+                return name
+        return "unchanged"
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: float(v) for k, v in dataclasses.asdict(self).items()}
+
+
 @dataclass(frozen=True)
 class ErrorModel:
     """The domain's model of how a frozen LLM errs, read by `cm_gym.llm.simulated`.
 
     `fix_prob[agent]` is the chance that one failed, fed-back attempt fixes each remaining slip
-    (ReAct vs Reflexion); `ignore_record_prob` is the chance a revision ignores the shown record.
+    (ReAct vs Reflexion); `revision` is how a revision treats a shown record (`RevisionRates`).
     """
 
     operators: tuple[ErrorOperator, ...]
     fix_prob: Mapping[str, float] = field(default_factory=lambda: {"react": 0.30, "reflexion": 0.45})
-    ignore_record_prob: float = 0.1
+    revision: RevisionRates = field(default_factory=RevisionRates)
 
 
 _TOKEN = re.compile(r"\w+|[^\w\s]+")
@@ -178,6 +248,15 @@ class Domain(ABC):
         """The key of the opposite advice (a⁺ → a⁻): a stored record with it conflicts."""
         return self.contrast_key(a_plus, a_minus)
 
+    # -- Module III: retrieval ---------------------------------------------------------------
+    def retrieval_text(self, task: Task, draft: str, state_text: str = "") -> str:
+        """What retrieval embeds as φ(s) to rank records by their situation q: the decision's
+        question and the memory-free draft — what a record's situation describes — never the
+        environment context (a schema or a file listing would rank records by where they come
+        from). Default: the task prompt, then the draft. `state_text` is there for domains whose
+        feedback says which part failed."""
+        return f"{task.prompt}\n{draft}" if draft else task.prompt
+
     # -- simulated LLM ------------------------------------------------------------------------
     @abstractmethod
     def error_model(self) -> ErrorModel:
@@ -202,6 +281,75 @@ class Domain(ABC):
             if n:
                 out, changed = new, True
         return out if changed else None
+
+    def edit_kind(self, a_minus: str, a_plus: str) -> str:
+        """What *kind* of edit a⁻ → a⁺ is, without its site ("cmp:include-boundary" rather than
+        "`age > 18` → `age >= 18`"): an edit of another draft with the same kind is an analogous
+        edit. Default: each part of the contrast key up to its first ":" (a token-diff key such
+        as "> -> >=" is already site-free)."""
+        parts = self.contrast_key(a_minus, a_plus).split("; ")
+        return "; ".join(sorted({part.split(":", 1)[0].strip() for part in parts if part.strip()}))
+
+    def analogous_edits(self, task: Task, draft: str, a_minus: str, a_plus: str) -> list[str]:
+        """Over-applications by analogy: local edits of `draft` of the record's kind
+        (`edit_kind`) at another site or operator — never the record's own transfer
+        (`apply_contrast`) nor its opposite advice. Reference-free. Default: the domain's
+        `edit_operators` filtered by kind."""
+        kind = self.edit_kind(a_minus, a_plus)
+        inverse = self.inverse_contrast_key(a_minus, a_plus)
+        own = self.apply_contrast(task, draft, a_minus, a_plus)
+        return [
+            text
+            for text, edit_kind, key in self._kinded_edits(task, draft)
+            if edit_kind == kind and key != inverse and text != own
+        ]
+
+    def disturbances(self, task: Task, draft: str, a_minus: str, a_plus: str) -> list[str]:
+        """Unrelated rewrites a revision may make instead of using the record: local edits of
+        `draft` of another kind than the record's. Reference-free. Default: the domain's
+        `edit_operators` minus the record's kind."""
+        kind = self.edit_kind(a_minus, a_plus)
+        return [text for text, edit_kind, _ in self._kinded_edits(task, draft) if edit_kind != kind]
+
+    def _kinded_edits(self, task: Task, draft: str) -> tuple[tuple[str, str, str], ...]:
+        """(text, edit kind, contrast key) of each distinct local edit of `draft`, memoised per
+        (task, draft): a revision asks for them several times and edits may parse (SQL)."""
+        memo: OrderedDict[tuple[str, str], tuple[tuple[str, str, str], ...]] = self.__dict__.setdefault(
+            "_kinded_memo", OrderedDict()
+        )
+        key = (task.task_id, draft)
+        found = memo.get(key)
+        if found is None:
+            seen: dict[str, tuple[str, str, str]] = {}
+            for edit in self.edit_operators(task, draft):
+                if edit.text != draft and edit.text not in seen:
+                    seen[edit.text] = (
+                        edit.text,
+                        self.edit_kind(draft, edit.text),
+                        self.contrast_key(draft, edit.text),
+                    )
+            found = memo[key] = tuple(seen.values())
+            if len(memo) > 4096:
+                memo.popitem(last=False)
+        return found
+
+    def record_closeness(self, task: Task, draft: str, a_minus: str, a_plus: str) -> str:
+        """ "match", "analogous" or "unrelated" (`CLOSENESS`); read by the simulated revision and
+        by `cm-gym calibrate`."""
+        if self.record_applies(task, draft, a_minus, a_plus):
+            return "match"
+        return "analogous" if self.analogous_edits(task, draft, a_minus, a_plus) else "unrelated"
+
+    def record_applies(self, task: Task, draft: str, a_minus: str, a_plus: str) -> bool:
+        """Whether the record's a⁻ → a⁺ edit has a site in `draft` (its a⁻ pattern occurs there):
+        reference-free and without an LLM call, so a deployed selector may read it (the extended
+        observation does). Default: `apply_contrast` finds a site."""
+        return self.apply_contrast(task, draft, a_minus, a_plus) is not None
+
+    def canonical_action(self, text: str) -> str:
+        """The form in which two actions compare equal when they mean the same (used to classify
+        a real model's revisions). Default: whitespace runs collapsed."""
+        return " ".join(text.split())
 
     def parse_action(self, text: str) -> str:
         """Extract the action from a free-form LLM reply (fenced block or ACTION: prefix)."""

@@ -253,17 +253,24 @@ def resolve_llm(
     *,
     cache: str | Path | None = None,
     cache_mode: str = "rw",
+    llm_kwargs: Mapping[str, Any] | None = None,
 ) -> LLM:
-    """An LLM instance, or a `make_llm` spec ("simulated", "openai", "openai:<model>"), behind the
-    response cache: always for a non-simulated spec (`cache` or the default file), and for an
-    instance or the simulator when `cache` is given (`cm_gym.llm.factory.make_llm`)."""
+    """An LLM instance, or a `make_llm` spec ("simulated", "openai", "openai:<model>") built with
+    `llm_kwargs` (e.g. the simulator's ``revision_rates``), behind the response cache: always for
+    a non-simulated spec (`cache` or the default file), and for an instance or the simulator when
+    `cache` is given (`cm_gym.llm.factory.make_llm`)."""
     from cm_gym.llm.factory import make_llm, with_cache
 
+    extra = dict(llm_kwargs or {})
     if isinstance(llm, str):
         lookup = {t.task_id: t for t in tasks}
         if llm.startswith("simulated"):
-            return make_llm(llm, seed=seed, task_lookup=lookup, cache_path=cache, cache_mode=cache_mode)
-        return make_llm(llm, seed=seed, cache_path=cache, cache_mode=cache_mode)
+            return make_llm(
+                llm, seed=seed, task_lookup=lookup, cache_path=cache, cache_mode=cache_mode, **extra
+            )
+        return make_llm(llm, seed=seed, cache_path=cache, cache_mode=cache_mode, **extra)
+    if extra:
+        raise EnvConfigError("llm_kwargs only apply to an LLM built from a spec string, not to an LLM object")
     if not hasattr(llm, "complete"):
         raise EnvConfigError(
             f"llm must be an LLM (with .complete) or a spec string, got {type(llm).__name__}"

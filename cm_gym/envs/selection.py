@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -12,8 +13,9 @@ import gymnasium as gym
 import numpy as np
 
 from cm_gym import features as F
-from cm_gym.agent import BaseAgent, Cost, reuse_label
+from cm_gym.agent import REUSE_LABEL_RULES, BaseAgent, Cost, reuse_label
 from cm_gym.envs._actions import InvalidActionError, action_index
+from cm_gym.envs._analysis import AnalysisMixin
 from cm_gym.envs._loading import (
     EnvConfigError,
     check_arguments,
@@ -29,13 +31,13 @@ from cm_gym.llm.base import LLM
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.retrieval import Retriever, query_text, record_view
 from cm_gym.registry import get_benchmark, get_domain
-from cm_gym.types import Action, AgentState, CmGymError, Outcome, Task
+from cm_gym.types import Action, AgentState, CmGymError, Task
 
 logger = logging.getLogger(__name__)
 __all__ = ["InvalidActionError", "MemorySelectionEnv"]
 
 
-class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
+class MemorySelectionEnv(AnalysisMixin, RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
     """Selector environment of CounterMem (paper Section 3.4, Appendix C; SPEC §4).
 
     ## Description
@@ -56,6 +58,12 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
     improvement Δ, reuse utility u, use frequency, helpful-use fraction, validity), ``[92:98]``
     budget features (remaining decisions, remaining evaluator calls, failures, tokens used, last
     attempt's score, decision index; all normalised). Unused slots are zero.
+
+    With ``obs_layout="extended"`` (opt-in, **beyond the paper**) the observation is
+    ``Box(-inf, inf, (106,), float32)``: the same 98 dims, then ``[98:106]`` four slots ×
+    (applies: the record's a⁻ → a⁺ edit has a site in the draft, `Domain.record_applies`,
+    reference-free and without an LLM call; shown before: the record was already used at an
+    earlier decision of this episode). Validity stays at indices 70, 77, 84, 91 in both layouts.
 
     ## Action Space
 
@@ -109,9 +117,15 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
     - ``strict_actions``, ``task_order`` ("random" via ``np_random`` or "sequential", cycling and
       restarting at each seeded reset), ``evaluator_kwargs``, ``reward_weights``,
       ``allow_cross_benchmark``, ``profile`` (time LLM / evaluator / retrieval / features),
-      ``score_drafts`` (diagnostic: when memory changed the action, also check the memory-free
-      draft on a fork — not charged to any counter or reward — and report ``info["draft_score"]``,
-      so a use can be compared with what the draft alone would have scored).
+      ``score_drafts`` (kept for compatibility: the draft's score is now always reported).
+    - ``obs_layout``: "paper" (default, the 98-dim z_t) or "extended" (106 dims, see above).
+    - ``reuse_label_rule``: "draft" (default, SPEC §3 *Amended*): when memory changed the action,
+      the memory-free draft is also checked on a fork — bookkeeping, never charged to any counter
+      or the reward — and ``info["reuse_label"]`` is +1 / 0 / −1 as the executed action scored
+      better / the same / worse, ``info["draft_score"]`` its score; "paper": Appendix B.3's rule
+      (against the previous attempt).
+    - ``llm_kwargs``: extra keyword arguments for a spec-built LLM (`cm_gym.llm.factory.make_llm`),
+      e.g. ``{"revision_rates": "rates.json"}`` for the simulator (`cm-gym calibrate`).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -139,6 +153,9 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
         reward_weights: Mapping[str, float] | None = None,
         allow_cross_benchmark: bool = False,
         score_drafts: bool = False,
+        llm_kwargs: Mapping[str, Any] | None = None,
+        reuse_label_rule: str = "draft",
+        obs_layout: str = "paper",
         profile: bool = False,
         render_mode: str | None = None,
         data: str | Path | None = None,
@@ -182,7 +199,18 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
         self.reward_weights = check_reward_weights(reward_weights)
         self.timings = Timings()
         self.profile, self.score_drafts = profile, score_drafts
-        self.llm = resolve_llm(llm, llm_seed, self.tasks, cache=llm_cache, cache_mode=llm_cache_mode)
+        if reuse_label_rule not in REUSE_LABEL_RULES:
+            raise EnvConfigError(
+                f"reuse_label_rule must be one of {REUSE_LABEL_RULES}, got {reuse_label_rule!r}"
+            )
+        self.reuse_label_rule = reuse_label_rule
+        if obs_layout not in F.OBS_LAYOUTS:
+            raise EnvConfigError(f"obs_layout must be one of {F.OBS_LAYOUTS}, got {obs_layout!r}")
+        self.obs_layout = obs_layout
+        self.obs_dim = F.obs_dim(obs_layout)
+        self.llm = resolve_llm(
+            llm, llm_seed, self.tasks, cache=llm_cache, cache_mode=llm_cache_mode, llm_kwargs=llm_kwargs
+        )
         self.evaluator = self.domain.make_evaluator(**dict(evaluator_kwargs or {}))
         llm_used = TimedLLM(self.llm, self.timings) if profile else self.llm
         evaluator_used = TimedEvaluator(self.evaluator, self.timings) if profile else self.evaluator
@@ -196,7 +224,7 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
             seed=retrieval_seed,
             embedder=self.embedder,
         )
-        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (F.OBS_DIM,), np.float32)
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (self.obs_dim,), np.float32)
         self.action_space = gym.spaces.Discrete(F.N_ACTIONS)
         self._cursor = 0
         self._task: Task | None = None
@@ -211,7 +239,8 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
         self._draft_cost = Cost()
         self._retrieved: list[Any] = []
         self._mask = F.mask_for(0)
-        self._obs = np.zeros(F.OBS_DIM, dtype=np.float32)
+        self._obs = np.zeros(self.obs_dim, dtype=np.float32)
+        self._shown: set[str] = set()  # records used at earlier decisions of this episode
 
     def _next_task(self, options: Mapping[str, Any] | None, seeded: bool) -> Task:
         if options and options.get("task_id") is not None:
@@ -248,27 +277,44 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
         self._draft = self._agent.draft(self._state, self._draft_cost)
         t0 = clock()
         state_text = self._state.render()
-        query = self.embedder.embed_one(query_text(self._task, state_text))
+        state_embedding = self.embedder.embed_one(query_text(self._task, state_text))
         draft_embedding = self.embedder.embed_one(self._draft)
         t1 = clock()
         if self.retrieval == "none" or self.k == 0:
             self._retrieved = []
         else:
-            self._retrieved = list(self._retriever.retrieve(self._task, state_text, query=query))[: self.k]
+            hits = self._retriever.retrieve(self._task, state_text, draft=self._draft)
+            self._retrieved = list(hits)[: self.k]
         t2 = clock()
         slots = [F.SlotFeatures.from_record(r.record, r.relevance) for r in self._retrieved]
-        self._obs = F.build_observation(query, draft_embedding, slots, self._budget())
+        extras = self._slot_extras() if self.obs_layout == "extended" else None
+        self._obs = F.build_observation(
+            state_embedding, draft_embedding, slots, self._budget(), extras, self.obs_layout
+        )
         self._mask = F.mask_for(len(slots))
         t3 = clock()
         timings.add("features", (t1 - t0) + (t3 - t2))
         timings.add("retrieval", t2 - t1)
+
+    def _slot_extras(self) -> list[F.SlotExtras]:
+        """The extended layout's per-slot features: does the record's edit have a site in the
+        draft (`Domain.record_applies`, reference-free, no LLM call), was it shown before."""
+        assert self._task is not None
+        blind = self._blind_task
+        return [
+            F.SlotExtras(
+                self.domain.record_applies(blind, self._draft, r.record.a_minus, r.record.a_plus),
+                r.record.record_id in self._shown,
+            )
+            for r in self._retrieved
+        ]
 
     def _terminal_observation(self) -> None:
         assert self._state is not None
         self._retrieved, self._draft = [], ""
         assert self._task is not None
         state = self.embedder.embed_one(query_text(self._task, self._state.render()))
-        self._obs = F.build_observation(state, None, [], self._budget())
+        self._obs = F.build_observation(state, None, [], self._budget(), [], self.obs_layout)
         self._mask = F.mask_for(0)
 
     def _base_info(self) -> dict[str, Any]:
@@ -288,6 +334,7 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
         options = check_reset_options(options)
         super().reset(seed=seed)
         self._task = self._next_task(options, seeded=seed is not None)
+        self._blind_task = dataclasses.replace(self._task, reference="")
         self._state = AgentState(self._task)
         self._reset_counters()
         self._done = False
@@ -328,6 +375,8 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
         view = record_view(record, show_condition=self.use_conditions) if record is not None else None
         previous_score = self._state.last_score if self._state.attempts else None
         decision = self._agent.decide(self._state, view, draft=draft)
+        if record is not None:
+            self._shown.add(record.record_id)
         cost = Cost()
         cost.add(self._draft_cost)
         cost.add(decision.cost)
@@ -346,9 +395,11 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
             - w["failures"] * cost.failures
             - w["tokens"] * cost.tokens / w["token_scale"]
         )
-        draft_score = None
-        if self.score_drafts and decision.changed_by_memory:  # diagnostic, never charged
-            draft_score = float(self.evaluator.check(before.fork(), Action(draft)).score)
+        draft_outcome = None
+        if decision.changed_by_memory:  # bookkeeping for the reuse label: never charged
+            draft_outcome = self.evaluator.check(before.fork(), Action(draft))
+        label = reuse_label(decision, previous_score, draft_outcome, self.reuse_label_rule)
+        draft_score = float(draft_outcome.score) if draft_outcome is not None else None
         if terminated:
             self._done = True
             self._terminal_observation()
@@ -366,7 +417,7 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
             n_retrieved=len(retrieved),
             retrieved_ids=[r.record.record_id for r in retrieved],
             record_id=decision.record_id,
-            reuse_label=reuse_label(decision, previous_score),
+            reuse_label=label,
             changed_by_memory=decision.changed_by_memory,
             draft=draft,
             action=decision.action,
@@ -383,20 +434,6 @@ class MemorySelectionEnv(RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
             },
         )
         return self._obs.copy(), float(reward), terminated, False, info
-
-    def peek(self, action: int) -> Outcome:
-        """ANALYSIS ONLY (the Oracle baseline): what `action` would score at the current decision,
-        evaluated on a fork. Counters, state, observation and store are untouched; with the
-        simulated LLM the answer is what `step(action)` would get. A masked action peeks skip."""
-        if self._done or self._state is None:
-            raise CmGymError("peek() needs an episode in progress: call reset() first")
-        a = action_index(action, F.N_ACTIONS)
-        a = a if self._mask[a] else 0
-        text = self._draft
-        if a > 0:
-            view = record_view(self._retrieved[a - 1].record, show_condition=self.use_conditions)
-            text = self._agent.revise(self._state, self._draft, view, Cost())
-        return self.evaluator.check(self._state.fork(), Action(text))
 
     def render(self) -> str | np.ndarray | None:
         """The decision as text (``"ansi"``) or as an RGB frame of that text (``"rgb_array"``)."""

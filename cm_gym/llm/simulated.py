@@ -14,9 +14,21 @@ Behaviour, per template:
   reference with the remaining slips applied in order (a slip that does not fit is skipped); the
   rng an operator gets is ``rng(seed, "apply", task_id, op)``, so an unfixed slip reads the same
   at every decision. Because slips depend on task features, errors are systematic across look-alike tasks.
-* REVISE_WITH_RECORD — with probability ``ignore_record_prob`` returns the draft unchanged;
-  otherwise applies the record's a⁻ → a⁺ contrast (`Domain.apply_contrast`) whether or not that is
-  right for this task. It never reads the reference: the domain gets the task with it blanked.
+* REVISE_WITH_RECORD — a model of how an LLM treats one shown record (`cm_gym.llm.revision`). The
+  record's *closeness* to the draft (`Domain.record_closeness`) is "match" (its a⁻ pattern occurs
+  in the draft), "analogous" (it does not, but the same kind of edit has another site or operator
+  there) or "unrelated". One seeded draw picks what the revision does, with the domain's
+  `RevisionRates` (`ErrorModel.revision`, or a rates file): apply the contrast where it matches
+  (`Domain.apply_contrast`, whether or not that is right for this task), over-apply it by analogy
+  (`Domain.analogous_edits`), disturb an unrelated part of the draft (`Domain.disturbances`), or
+  leave the draft unchanged (ignore the record). Where the defaults come from: the class defaults
+  of `RevisionRates` and each domain's values are fits of `cm-gym calibrate --fit` to the paper's
+  per-record figures — Fig. 4d (matched retrieval: 0.29 action changes and 0.03 harmful changes
+  per retrieved record; shuffled: 0.21 and 0.17) and Appendix E.3 (harmful use per selected use
+  4.2% ordinary / 11.8% look-alike with conditions, 6.1% / 34.2% without) — and
+  ``SimulatedLLM(revision_rates=PATH)`` loads rates fitted to a cached run of a real model
+  (`cm-gym calibrate --llm-cache FILE`). The revision never reads the reference: the domain gets
+  the task with it blanked.
 * GENERATE_LOCAL_ALTERNATIVES — up to min(2, k) of the domain's edit operators, in seeded order,
   written in the edit grammar.
 * DISTIL_RECORD — `Domain.distil` as ``SITUATION: …`` / ``CONDITION: …`` ("none" when empty).
@@ -37,11 +49,12 @@ import dataclasses
 import hashlib
 import logging
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from cm_gym.domains.base import Domain, ErrorModel, ErrorOperator
+from cm_gym.domains.base import Domain, ErrorModel, ErrorOperator, RevisionRates
 from cm_gym.llm.base import (
     BEST_OF_N_JUDGE,
     DISTIL_RECORD,
@@ -55,11 +68,12 @@ from cm_gym.llm.base import (
 from cm_gym.llm.errors import LLMError
 from cm_gym.llm.parsers import edit_fragment, format_alternatives
 from cm_gym.llm.prompts import Rendered, render
+from cm_gym.llm.revision import CandidateCache, choose, load_revision_rates
 from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
 
-SIMULATOR_VERSION = "1"
+SIMULATOR_VERSION = "2"
 TaskLookup = Callable[[str], "Task | None"] | Mapping[str, Task]
 _DRAFT_MEMO_SIZE = 50_000
 _NEEDS_TASK = {DRAFT_ACTION, REVISE_WITH_RECORD, GENERATE_LOCAL_ALTERNATIVES, DISTIL_RECORD}
@@ -91,16 +105,32 @@ class SimulatedLLM:
     """A seeded simulator of a frozen LLM for developing and testing selectors — not a language
     model. See the module docstring for exactly what it does per template."""
 
-    def __init__(self, seed: int = 0, name: str = "simulated", task_lookup: TaskLookup | None = None) -> None:
+    def __init__(
+        self,
+        seed: int = 0,
+        name: str = "simulated",
+        task_lookup: TaskLookup | None = None,
+        revision_rates: str | Path | Mapping[str, Any] | None = None,
+    ) -> None:
         self.seed = int(seed)
         self.name = name
         self._lookup = task_lookup
         self._error_models: dict[str, ErrorModel] = {}
         self._drafts: dict[tuple[str, str, str, tuple[str, ...]], str] = {}
+        self._revision_overrides = load_revision_rates(revision_rates) if revision_rates is not None else {}
+        self._candidates = CandidateCache()
 
     def cache_identity(self) -> dict[str, Any]:
         """What distinguishes this backend's replies in a response-cache key."""
-        return {"backend": "simulated", "version": SIMULATOR_VERSION, "seed": self.seed}
+        identity: dict[str, Any] = {"backend": "simulated", "version": SIMULATOR_VERSION, "seed": self.seed}
+        if self._revision_overrides:
+            identity["revision_rates"] = {k: v.as_dict() for k, v in sorted(self._revision_overrides.items())}
+        return identity
+
+    def revision_rates(self, domain_name: str) -> RevisionRates:
+        """The revision rates used for `domain_name` (a loaded rates file wins over the domain's)."""
+        found = self._revision_overrides.get(domain_name)
+        return found if found is not None else self._error_model(domain_name).revision
 
     # -- protocol -------------------------------------------------------------------------------
     def complete(self, template: str, fields: Mapping[str, Any]) -> Completion:
@@ -202,10 +232,9 @@ class SimulatedLLM:
         blind = dataclasses.replace(task, reference="")  # revising/editing/distilling never sees it
         if name == REVISE_WITH_RECORD:
             draft = f["draft"]
-            if rng.random() < self._error_model(task.domain).ignore_record_prob:
-                return fenced(draft)
-            revised = domain.apply_contrast(blind, draft, f["record_a_minus"], f["record_a_plus"])
-            return fenced(draft if revised is None else revised)
+            cands = self._candidates.get(domain, blind, draft, f["record_a_minus"], f["record_a_plus"])
+            revised, _ = choose(cands, self.revision_rates(task.domain), draft, rng)
+            return fenced(revised)
         if name == GENERATE_LOCAL_ALTERNATIVES:
             return self._alternatives(domain, blind, f["action"], _int(f["k"], 4), rng)
         if name == DISTIL_RECORD:

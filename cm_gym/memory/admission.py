@@ -40,7 +40,15 @@ from cm_gym.memory.conditions import condition_overlap
 from cm_gym.memory.record import Record
 from cm_gym.memory.view import StoreView
 
-REJECT_REASONS = ("not_improved", "duplicate", "below_tau", "conflict", "retention")
+REJECT_REASONS = (
+    "not_improved",
+    "duplicate",
+    "below_tau",
+    "conflict",
+    "retention",
+    "condition_false_on_source",
+    "condition_vacuous",
+)
 
 
 @dataclass(frozen=True)

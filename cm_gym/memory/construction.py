@@ -25,13 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.agent import BaseAgent, Cost, reuse_label
+from cm_gym.agent import REUSE_LABEL_RULES, BaseAgent, Cost, reuse_label
 from cm_gym.domains.base import Domain
 from cm_gym.llm.base import DISTIL_RECORD, LLM
 from cm_gym.llm.cached import cached_llm_of
 from cm_gym.llm.errors import FATAL_LLM_ERRORS
 from cm_gym.memory.admission import AdmissionWeights, decide_admission
 from cm_gym.memory.alternatives import AlternativeGenerator, AlternativesParser
+from cm_gym.memory.conditions import Condition
 from cm_gym.memory.distill import Distiller, DistilParser
 from cm_gym.memory.record import Record, evidence_text
 from cm_gym.memory.retention import RETENTION_POLICIES, RetentionWeights, choose_evictions
@@ -62,7 +63,14 @@ ProgressFn = Callable[[int, int], None]
 @dataclass(frozen=True)
 class ConstructionConfig:
     """Construction settings (paper defaults). `verification_budget` caps the evaluator calls spent
-    on alternatives over the whole build (None = unlimited; counted cumulatively across resumes)."""
+    on alternatives over the whole build (None = unlimited; counted cumulatively across resumes).
+
+    `reuse_label_rule` labels construction-time reuse ("draft": against the memory-free draft
+    checked on a fork, SPEC §3 *Amended*; "paper": Appendix B.3). `refuse_false_on_source` refuses
+    a record whose condition is false on its own source task (it contradicts its own evidence);
+    `refuse_vacuous` refuses one whose condition holds on every task of T_build — the build task
+    list `build_memory` was given, when it has at least `vacuous_min_tasks` tasks (fewer prove
+    nothing) — an empty condition too: such a record would be offered at every decision."""
 
     K: int = 4
     max_expansions: int = 2
@@ -81,6 +89,10 @@ class ConstructionConfig:
     #: proposal is stored as untested advice — no world-model check, its claimed Δ = 1 − U(o), the
     #: evidence's a⁺ feedback says it was not checked; admission and retention run as usual.
     verify: bool = True
+    reuse_label_rule: str = "draft"
+    refuse_false_on_source: bool = True
+    refuse_vacuous: bool = True
+    vacuous_min_tasks: int = 20
     admission_weights: AdmissionWeights = field(default_factory=AdmissionWeights)
     retention_weights: RetentionWeights = field(default_factory=RetentionWeights)
     seed: int = 0
@@ -88,6 +100,10 @@ class ConstructionConfig:
     def __post_init__(self) -> None:
         if self.retention not in RETENTION_POLICIES:
             raise ValueError(f"retention must be one of {RETENTION_POLICIES}, got {self.retention!r}")
+        if self.reuse_label_rule not in REUSE_LABEL_RULES:
+            raise ValueError(
+                f"reuse_label_rule must be one of {REUSE_LABEL_RULES}, got {self.reuse_label_rule!r}"
+            )
         if self.reuse_policy not in ("top1", "never"):
             raise ValueError(f"reuse_policy must be 'top1' or 'never', got {self.reuse_policy!r}")
         if self.K < 0 or self.max_expansions < 0 or self.capacity < 1:
@@ -128,6 +144,8 @@ class _Builder:
             embedder=store.embedder,
         )
         self.summary = BuildSummary()
+        self.build_tasks: tuple[Task, ...] = ()
+        self._vacuous: dict[str, bool] = {}
         self.rng = np.random.default_rng([config.seed, store.next_order()])
         self._verification_spent = int(store.counters.get("verification_calls", 0))
 
@@ -150,14 +168,24 @@ class _Builder:
             hit = None
             if self.cfg.reuse_policy == "top1" and len(self.store):
                 with self.timer.time("retrieval"):
-                    hits = self.retriever.retrieve(task, state.render())
+                    hits = self.retriever.retrieve(task, state.render(), draft=draft)
                 hit = hits[0].record if hits else None
             decision = self.agent.decide(state, record=record_view(hit) if hit else None, draft=draft)
             cost.add(decision.cost)
             self.summary.add_solving(cost)
             self.summary.decisions += 1
             if hit is not None:
-                label = reuse_label(decision, state.last_score if state.attempts else None)
+                draft_outcome = None
+                if decision.changed_by_memory and self.cfg.reuse_label_rule == "draft":
+                    # bookkeeping for the label: the draft on a fork, never charged to the counters
+                    draft_outcome = self.evaluator.check(state.fork(), Action(draft))
+                    self.summary.label_checks += 1
+                label = reuse_label(
+                    decision,
+                    state.last_score if state.attempts else None,
+                    draft_outcome,
+                    self.cfg.reuse_label_rule,
+                )
                 with self.timer.time("store"):
                     self.store.update_reuse(hit.record_id, label, self.cfg.rho)
                 self.summary.reuse_uses += 1
@@ -212,10 +240,13 @@ class _Builder:
 
     @staticmethod
     def _evidence(o: Outcome, o2: Outcome) -> dict[str, Any]:
-        """The evidence e of a verified contrast: both scores and both feedbacks."""
+        """The evidence e of a verified contrast: both scores, both graded scores (the world
+        model's partial credit, `Outcome.graded_score`) and both feedbacks."""
         return {
             "score_minus": float(o.score),
             "score_plus": float(o2.score),
+            "graded_minus": float(o.graded_score),
+            "graded_plus": float(o2.graded_score),
             "feedback_minus": truncate(o.feedback, TRUNCATION["feedback"]),
             "feedback_plus": truncate(o2.feedback, TRUNCATION["feedback"]),
         }
@@ -260,6 +291,11 @@ class _Builder:
         situation, condition = self.distiller.distil(
             state, a_minus, a_plus, evidence_text(evidence), cost, agent_kind=self.agent_kind
         )
+        refusal = self._condition_refusal(condition, task)
+        if refusal is not None:
+            self.summary.reject(refusal)
+            logger.debug("refused %s from %s: %s", condition.text, task.task_id, refusal)
+            return
         with self.timer.time("admission"):
             record = Record.create(
                 domain=self.domain.name,
@@ -308,6 +344,18 @@ class _Builder:
             result.score,
             task.task_id,
         )
+
+    def _condition_refusal(self, condition: Condition, source: Task) -> str | None:
+        """ "condition_false_on_source", "condition_vacuous" (holds on every T_build task) or None."""
+        if self.cfg.refuse_false_on_source and not condition.holds(replace(source, reference="")):
+            return "condition_false_on_source"
+        if self.cfg.refuse_vacuous and len(self.build_tasks) >= self.cfg.vacuous_min_tasks:
+            vacuous = self._vacuous.get(condition.text)
+            if vacuous is None:
+                vacuous = self._vacuous[condition.text] = all(condition.holds(t) for t in self.build_tasks)
+            if vacuous:
+                return "condition_vacuous"
+        return None
 
     def _evictions(self, record: Record, embedding: np.ndarray) -> list[str]:
         n_remove = len(self.store) + 1 - self.cfg.capacity
@@ -364,6 +412,7 @@ def build_memory(
     builder = _Builder(
         domain, store, llm, evaluator, cfg, agent_kind, max_decisions, alternatives_parser, distil_parser
     )
+    builder.build_tasks = tuple(replace(t, reference="") for t in tasks)  # conditions never read it
     summary, t0 = builder.summary, time.perf_counter()
     done_count = len(store.processed_task_ids)
     if ckpt_dir is not None and 0 in wanted and done_count == 0:

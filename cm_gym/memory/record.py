@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-#: Keys every record's evidence carries (the two check results from the same state).
+#: Keys every record's evidence carries (the two check results from the same state); records built
+#: since graded evidence also carry "graded_minus" / "graded_plus" (`Outcome.graded_score`).
 EVIDENCE_KEYS = ("score_minus", "score_plus", "feedback_minus", "feedback_plus")
 
 _WS = re.compile(r"\s+")
@@ -101,11 +102,17 @@ class Record:
 
     @property
     def improvement(self) -> float:
-        """Estimated improvement from the evidence: score_plus − score_minus (falls back to Δ)."""
-        try:
-            return float(self.evidence["score_plus"]) - float(self.evidence["score_minus"])
-        except (KeyError, TypeError, ValueError):
-            return self.delta
+        """Estimated improvement from the evidence: the graded gain graded_plus − graded_minus
+        where the world model grades (result-set overlap for SQL, fraction of tests or
+        constraints), else score_plus − score_minus, else Δ. Unlike the binary Δ it says how much
+        of the result the edit changed on its source task."""
+        ev = self.evidence
+        for plus, minus in (("graded_plus", "graded_minus"), ("score_plus", "score_minus")):
+            try:
+                return float(ev[plus]) - float(ev[minus])
+            except (KeyError, TypeError, ValueError):
+                continue
+        return self.delta
 
     def with_reuse(self, label: int, rho: float) -> Record:
         """Eq. 6: u ← (1 − ρ)·u + ρ·y, with the use and label counters advanced."""

@@ -3,8 +3,10 @@
 Eligibility is decided *before* ranking: a record is eligible for task x iff its source task is not
 x and its condition holds for x (the condition part is skipped when ``use_conditions=False`` — the
 one switch of the condition ablation, which also drops the condition from rendered records via
-`record_view(..., show_condition=False)`). Ranking is r = cos(φ(prompt + state), φ(q)) + λ·u, top
-k, ties broken by record id. Everything is NumPy over column arrays (`RecordIndex`); the domain
+`record_view(..., show_condition=False)`). Ranking is r = cos(φ(s), φ(q)) + λ·u, top k, ties broken by
+record id, where φ(s) embeds the decision's question and memory-free draft
+(`Domain.retrieval_text`), not the environment context: ranking on a schema would rank records by
+the database they came from. Everything is NumPy over column arrays (`RecordIndex`); the domain
 pre-filter is a contiguous slice, condition results are cached per (condition, task), and on large
 stores only the contiguous runs of rows whose condition holds are scored.
 
@@ -93,7 +95,8 @@ def record_view(record: Record, show_condition: bool = True) -> RecordView:
 
 
 def query_text(task: Task, state_text: str) -> str:
-    """What retrieval embeds for the current decision: the task prompt plus the state text."""
+    """The task prompt plus the state text: the observation's state embedding E(s_t), and the
+    retrieval query when no draft is given (the decision query is `Domain.retrieval_text`)."""
     if not state_text:
         return task.prompt
     return state_text if task.prompt in state_text else f"{task.prompt}\n{state_text}"
@@ -131,23 +134,24 @@ class Retriever:
             raise ValueError(f"k must be >= 0, got {k}")
         self.store, self.k, self.lambda_reuse = store, int(k), float(lambda_reuse)
         self.use_conditions, self.mode, self.seed = bool(use_conditions), mode, int(seed)
-        self.predicates = self._predicates(domain)
+        self.domain: Domain | None = self._domain(domain)
+        self.predicates = self.domain.condition_predicates() if self.domain else self._predicates(domain)
         self.embedder = embedder or Embedder.from_id(store.embedder_id)
         self.embedder.check_compatible(store.embedder_id, getattr(store, "dim", None) or self.embedder.dim)
         self._parsed: dict[str, Condition] = {}
         self._index: RecordIndex | None = None
 
     @staticmethod
-    def _predicates(domain: Domain | str | Mapping[str, PredicateFn] | None) -> Mapping[str, PredicateFn]:
-        if domain is None:
-            return {}
+    def _domain(domain: Domain | str | Mapping[str, PredicateFn] | None) -> Domain | None:
         if isinstance(domain, str):
             from cm_gym.registry import get_domain
 
-            domain = get_domain(domain)
-        if isinstance(domain, Domain):
-            return domain.condition_predicates()
-        return domain
+            return get_domain(domain)
+        return domain if isinstance(domain, Domain) else None
+
+    @staticmethod
+    def _predicates(domain: Domain | str | Mapping[str, PredicateFn] | None) -> Mapping[str, PredicateFn]:
+        return domain if isinstance(domain, Mapping) else {}
 
     def parse(self, text: str) -> Condition:
         """The record condition, parsed once per distinct text (unparseable → none, logged)."""
@@ -167,21 +171,36 @@ class Retriever:
             idx.refresh_u(src)
         return idx
 
-    def query_embedding(self, task: Task, state_text: str) -> np.ndarray:
+    def query_embedding(self, task: Task, state_text: str, draft: str | None = None) -> np.ndarray:
+        """φ(s): the domain's `retrieval_text` (question + draft) when a draft is given and the
+        retriever knows its domain, else the prompt plus the state text."""
+        if draft is not None and self.domain is not None:
+            return self.embedder.embed_one(self.domain.retrieval_text(task, draft, state_text))
         return self.embedder.embed_one(query_text(task, state_text))
 
     # -- retrieval ----------------------------------------------------------------------------
     def retrieve(
-        self, task: Task, state_text: str = "", *, query: np.ndarray | None = None
+        self,
+        task: Task,
+        state_text: str = "",
+        *,
+        query: np.ndarray | None = None,
+        draft: str | None = None,
     ) -> list[Retrieved]:
-        """≤ k records for this decision, best first (see the module docstring for the modes)."""
+        """≤ k records for this decision, best first (see the module docstring for the modes).
+        `query` is a precomputed φ(s); otherwise it is embedded from the draft (see
+        `query_embedding`)."""
         if self.mode == "none" or self.k == 0:
             return []
         idx = self.index
         lo, hi = idx.domain_ranges.get(task.domain, (0, 0))
         if hi <= lo:
             return []
-        q = self.query_embedding(task, state_text) if query is None else np.asarray(query, dtype=np.float32)
+        q = (
+            self.query_embedding(task, state_text, draft)
+            if query is None
+            else np.asarray(query, dtype=np.float32)
+        )
         if self.mode == "matched" and self.use_conditions and hi - lo >= _SPAN_MIN_ROWS:
             return self._matched_spans(idx, task, q, lo)
         eligible = self._other_task_mask(idx, task, lo, hi)

@@ -31,6 +31,7 @@ class BuildSummary:
     rejected: dict[str, int] = field(default_factory=dict)
     evicted: int = 0
     reuse_uses: int = 0
+    label_checks: int = 0  # memory-free drafts checked on forks to label reuse (not charged)
     reuse_labels: dict[str, int] = field(default_factory=lambda: {"helpful": 0, "neutral": 0, "harmful": 0})
     solving_calls: int = 0
     verification_calls: int = 0

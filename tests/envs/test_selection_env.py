@@ -265,19 +265,23 @@ def test_store_with_another_embedder_is_refused(tmp_path: Path) -> None:
         make(frozen)
 
 
-def test_score_drafts_reports_the_counterfactual_draft(toy_store_path: Path) -> None:
-    """A look-alike record on a strict task changes a correct draft into a wrong action: the
-    diagnostic draft check shows the draft would have scored 1, and no counter is charged."""
-    env = make(toy_store_path, score_drafts=True)
+def test_a_harmful_use_is_labelled_against_the_uncharged_draft(toy_store_path: Path) -> None:
+    """A look-alike record on a strict task changes a correct draft into a wrong action: the draft,
+    checked on a fork and charged to nothing, scored 1, so the amended reuse label is −1 (the
+    paper's rule, against the previous attempt, cannot see the harm and says 0)."""
+    env = make(toy_store_path)
     _, info = env.reset(options={"task_id": STRICT})
     if ">=" in info["next_draft"]:
         pytest.skip("draft already wrong on this seed")
     slot = next(
         j for j, rid in enumerate(info["retrieved_ids"], 1) if env.store.get(rid).a_plus.startswith("x >=")
     )
-    _, _, _, _, info = env.step(slot)
-    assert info["changed_by_memory"] and info["score"] == 0.0 and info["draft_score"] == 1.0
+    _, reward, _, _, info = env.step(slot)
+    if not info["changed_by_memory"]:
+        pytest.skip("the simulated revision ignored the record on this seed")
+    assert info["score"] == 0.0 and info["draft_score"] == 1.0 and info["reuse_label"] == -1
     assert info["evaluator_calls"] == 1 and info["decision_cost"]["evaluator_calls"] == 1
-    plain = make(toy_store_path)
-    plain.reset(options={"task_id": STRICT})
-    assert plain.step(slot)[4]["draft_score"] is None
+    paper = make(toy_store_path, reuse_label_rule="paper")
+    paper.reset(options={"task_id": STRICT})
+    step = paper.step(slot)
+    assert step[4]["reuse_label"] == 0 and step[1] == reward  # same action, same reward

@@ -17,7 +17,15 @@ from typing import Any, TypeVar
 import numpy as np
 import pytest
 
-from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, ErrorOperator, PredicateFn
+from cm_gym.domains.base import (
+    Distillation,
+    Domain,
+    Edit,
+    ErrorModel,
+    ErrorOperator,
+    PredicateFn,
+    RevisionRates,
+)
 from cm_gym.registry import RegistryError, get_benchmark, register_benchmark
 from cm_gym.types import Action, AgentState, Outcome, Task
 
@@ -90,7 +98,7 @@ class ToyDomain(Domain):
                 ErrorOperator("never_fits", lambda t: 1.0, lambda t, a, r: None),
             ),
             fix_prob={"react": 0.3, "reflexion": 0.6},
-            ignore_record_prob=0.2,
+            revision=RevisionRates(apply=0.8, match_disturb=0.0, unrelated_disturb=0.0),
         )
 
     def apply_contrast(self, task: Task, draft: str, a_minus: str, a_plus: str) -> str | None:

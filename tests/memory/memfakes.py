@@ -183,6 +183,8 @@ class FakeLLM:
                 text = "I cannot summarise this."
             elif self.distil_mode == "bad_condition":
                 text = "SITUATION: a boundary slip\nCONDITION: the question is inclusive-ish"
+            elif self.distil_mode == "wrong_condition":  # parseable, but false on the source task
+                text = 'SITUATION: a boundary slip\nCONDITION: mentions_any("strictly")'
             else:
                 d = self.domain.distil(task, fields["a_minus"], fields["a_plus"])
                 text = f"SITUATION: {d.situation}\nCONDITION: {d.condition or 'none'}"

@@ -41,7 +41,9 @@ def test_verification_calls_are_counted_apart_from_solving_calls(store: RecordSt
     summary, llm, evaluator = build(store, n=12)
     assert summary.solving_calls == summary.decisions
     assert summary.verification_calls == summary.alternatives_checked > 0
-    assert evaluator.calls == summary.solving_calls + summary.verification_calls
+    # the memory-free drafts checked to label reuse are bookkeeping, counted apart from both
+    assert summary.label_checks > 0
+    assert evaluator.calls == summary.solving_calls + summary.verification_calls + summary.label_checks
     assert (
         summary.verification_llm_calls == llm.calls[GENERATE_LOCAL_ALTERNATIVES] + llm.calls["DISTIL_RECORD"]
     )
@@ -188,3 +190,38 @@ def test_alternatives_go_to_check_many_when_the_evaluator_offers_it(tmp_path: Pa
             )
     assert results[0] == results[1]
     assert evaluator.batches and sum(evaluator.batches) == results[1][1]  # type: ignore[attr-defined]
+
+
+def test_a_condition_false_on_its_own_source_task_is_refused(store: RecordStore) -> None:
+    summary, _, _ = build(store, n=6, llm=FakeLLM(distil="wrong_condition"))
+    assert len(store) == 0 and summary.rejected["condition_false_on_source"] >= 1
+    kept, _, _ = build(
+        RecordStore(store.path.with_name("kept.sqlite"), domain="memtoy"),
+        n=6,
+        llm=FakeLLM(distil="wrong_condition"),
+        refuse_false_on_source=False,
+    )
+    assert kept.admitted >= 1
+
+
+def test_a_condition_true_on_every_build_task_is_refused(store: RecordStore) -> None:
+    """On an all-inclusive T_build the 'at least' condition can never be false: refused; on a
+    mixed T_build (strict tasks too) the same condition discriminates and is admitted."""
+    domain, evaluator = ToyDomain(), ToyEvaluator()
+    inclusive = make_tasks(24, kinds=("inclusive",))
+    summary = build_memory(domain, inclusive, store, FakeLLM(), evaluator, ConstructionConfig())
+    assert len(store) == 0 and summary.rejected["condition_vacuous"] >= 1
+    mixed = RecordStore(store.path.with_name("mixed.sqlite"), domain="memtoy")
+    summary = build_memory(domain, make_tasks(24), mixed, FakeLLM(), evaluator, ConstructionConfig())
+    assert summary.admitted >= 1 and "condition_vacuous" not in summary.rejected
+
+
+def test_reuse_that_breaks_a_right_draft_is_harmful_and_u_goes_negative(store: RecordStore) -> None:
+    """Without the condition filter the boundary fix reaches strict tasks, whose drafts are right:
+    against the memory-free draft (checked on a fork) that use is harmful; the paper's rule,
+    against a previous failed attempt, cannot see it."""
+    summary, _, _ = build(store, n=12, use_conditions=False)
+    assert summary.reuse_labels["harmful"] > 0 and min(r.u for r in store.records) < 0
+    paper = RecordStore(store.path.with_name("paper.sqlite"), domain="memtoy")
+    summary, _, _ = build(paper, n=12, use_conditions=False, reuse_label_rule="paper")
+    assert summary.reuse_labels["harmful"] == 0 and min(r.u for r in paper.records) >= 0

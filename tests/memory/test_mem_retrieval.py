@@ -13,6 +13,7 @@ from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.record import Record
 from cm_gym.memory.retrieval import Retriever, query_text, record_view
 from cm_gym.memory.store import RecordStore
+from cm_gym.types import AgentState
 
 INCL = 'mentions_any("at least") AND memtoy_has_number()'
 
@@ -207,3 +208,18 @@ def test_large_store_scores_only_the_runs_whose_condition_holds(domain: ToyDomai
     for g in got:
         i = recs.index(g.record)
         assert g.relevance == pytest.approx(float(emb[i] @ q), abs=1e-5)
+
+
+def test_decision_query_is_the_question_and_draft_not_the_state(
+    store: RecordStore, domain: ToyDomain
+) -> None:
+    """φ(s) is `Domain.retrieval_text` (question + draft) when the draft is given: a long
+    environment context in the state text does not move the ranking."""
+    t = make_task(3, "inclusive")
+    assert domain.retrieval_text(t, "SELECT 1") == f"{t.prompt}\nSELECT 1"
+    retriever = Retriever(store, domain)
+    noisy = AgentState(replace(t, context="CREATE TABLE " + "x " * 400)).render()
+    q_draft = retriever.query_embedding(t, noisy, draft="SELECT name FROM people WHERE age > 13")
+    q_clean = retriever.query_embedding(t, "", draft="SELECT name FROM people WHERE age > 13")
+    assert np.allclose(q_draft, q_clean)
+    assert not np.allclose(retriever.query_embedding(t, noisy), q_clean)

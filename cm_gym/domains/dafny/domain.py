@@ -49,6 +49,11 @@ class DafnyDomain(Domain):
     def contrast_key(self, a_minus: str, a_plus: str) -> str:
         return contrast_key(a_minus, a_plus)
 
+    def edit_kind(self, a_minus: str, a_plus: str) -> str:
+        """Which annotation keywords were added or removed ("+invariant", "-assert"), not where."""
+        parts = [p for p in contrast_key(a_minus, a_plus).split("; ") if p[:1] in "+-" and p[1:].split()]
+        return "; ".join(sorted({p[0] + p[1:].split()[0] for p in parts})) or "no change"
+
     def error_model(self) -> ErrorModel:
         return dafny_error_model()
 

@@ -48,6 +48,12 @@ class SatDomain(Domain):
         parts = edits.contrast_parts(a_minus, a_plus)
         return "sat " + "; ".join(parts) if parts else "sat no change"
 
+    def edit_kind(self, a_minus: str, a_plus: str) -> str:
+        """The unit kinds that changed ("head", "where", "drop", "budget", ...), without the line
+        or array, so the same kind of edit elsewhere in a draft is an analogous edit."""
+        parts = edits.contrast_parts(a_minus, a_plus)
+        return "; ".join(sorted({part.split()[0].rstrip(":") for part in parts if part.split()}))
+
     def error_model(self) -> ErrorModel:
         """Feature-dependent encoding and solver-configuration slips."""
         return errormodel.error_model()

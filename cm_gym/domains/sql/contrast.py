@@ -116,6 +116,28 @@ def contrast_key(a_minus: str, a_plus: str) -> str | None:
     return change.key if change else None
 
 
+_STRICT, _INCLUSIVE = frozenset({"GT", "LT"}), frozenset({"GTE", "LTE"})
+
+
+def edit_kind(a_minus: str, a_plus: str) -> str | None:
+    """The site-free kind of a one-unit change: a comparison made inclusive or strict, an
+    aggregate swapped, DISTINCT added or removed, ... (None when the change is not one edit)."""
+    change = infer_contrast(a_minus, a_plus)
+    if change is None:
+        return None
+    if change.kind == "cmp":
+        if change.frm in _STRICT and change.to in _INCLUSIVE:
+            return "cmp:include-boundary"
+        if change.frm in _INCLUSIVE and change.to in _STRICT:
+            return "cmp:exclude-boundary"
+        return change.key
+    if change.kind in ("distinct", "where", "null", "order"):
+        return f"{change.kind}:{change.to}"
+    if change.kind == "limit":
+        return change.key
+    return change.kind
+
+
 # -- transfer ------------------------------------------------------------------------------------
 def _pick(
     nodes: list[exp.Expression], key_of: Callable[[exp.Expression], str], target: str

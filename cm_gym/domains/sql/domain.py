@@ -61,6 +61,13 @@ class SQLDomain(Domain):
             key = super().contrast_key(sqlast.try_normalize(a_minus), sqlast.try_normalize(a_plus))
         return key
 
+    def edit_kind(self, a_minus: str, a_plus: str) -> str:
+        """ "cmp:include-boundary", "cmp:exclude-boundary", "agg", "distinct:add", "order:DESC",
+        "join_key", "where:drop", ... (the token-level default when not one AST edit)."""
+        from cm_gym.domains.sql.contrast import edit_kind
+
+        return edit_kind(a_minus, a_plus) or super().edit_kind(a_minus, a_plus)
+
     def error_model(self) -> ErrorModel:
         from cm_gym.domains.sql.errors import error_model
 
@@ -75,6 +82,12 @@ class SQLDomain(Domain):
             out = super().apply_contrast(task, draft, a_minus, a_plus)
             return sqlast.try_normalize(out) if out is not None else None
         return contrast.apply_contrast(draft, a_minus, a_plus, (task.features or {}).get("column_types"))
+
+    def canonical_action(self, text: str) -> str:
+        """The sqlglot normal form (formatting and keyword case never make two queries differ)."""
+        from cm_gym.domains.sql import sqlast
+
+        return sqlast.try_normalize(" ".join(text.split()))
 
     def parse_action(self, text: str) -> str:
         """The SQL in the reply's fenced block (or after ACTION:), without trailing semicolons."""

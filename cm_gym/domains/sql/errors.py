@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
-from cm_gym.domains.base import ErrorModel, ErrorOperator
+from cm_gym.domains.base import ErrorModel, ErrorOperator, RevisionRates
 from cm_gym.domains.sql import edits, sqlast
 from cm_gym.types import Task
 
@@ -44,7 +44,6 @@ class SQLErrorRates:
     null_flip_other: float = 0.2
     fix_react: float = 0.30  # chance a fed-back retry fixes each remaining slip (ReAct)
     fix_reflexion: float = 0.45  # same, with a written reflection (Reflexion)
-    ignore_record: float = 0.1  # chance a revision ignores the shown record
 
     def as_dict(self) -> dict[str, float]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -89,9 +88,16 @@ def _first_edit(
     return None
 
 
-def error_model(rates: SQLErrorRates | None = None) -> ErrorModel:
-    """The SQL domain's `ErrorModel` (see `SQLErrorRates` for the defaults)."""
+#: How the simulated LLM treats a shown SQL record (see `RevisionRates`); fitted by
+#: `cm-gym calibrate --fit --benchmark SQL` to the paper's Fig. 4d and Appendix E.3 figures.
+SQL_REVISION = RevisionRates()
+
+
+def error_model(rates: SQLErrorRates | None = None, revision: RevisionRates | None = None) -> ErrorModel:
+    """The SQL domain's `ErrorModel` (see `SQLErrorRates` for the slips, `SQL_REVISION` for how
+    a revision treats a shown record)."""
     r = rates or SQLErrorRates()
+    revision = revision or SQL_REVISION
 
     def f(task: Task, key: str, default: Any = None) -> Any:
         return task.features.get(key, default) if task.features else default
@@ -162,5 +168,5 @@ def error_model(rates: SQLErrorRates | None = None) -> ErrorModel:
     return ErrorModel(
         operators=operators,
         fix_prob={"react": r.fix_react, "reflexion": r.fix_reflexion},
-        ignore_record_prob=r.ignore_record,
+        revision=revision,
     )

@@ -205,6 +205,7 @@ def _outcome(
     if cmp.hint:
         feedback += f" Hint: {cmp.hint}."
     score = cmp.partial if partial else 0.0
+    details["graded"] = cmp.partial  # result-set overlap (compare.py): graded evidence, not U
     return Outcome(
         score, False, truncate(feedback, TRUNCATION["feedback"]), reason="wrong result", details=details
     )

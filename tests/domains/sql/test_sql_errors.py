@@ -87,7 +87,7 @@ def test_rates_are_tunable() -> None:
     assert next(o for o in never.operators if o.name == "inclusive_to_strict").probability(task) == 0.0
     assert next(o for o in always.operators if o.name == "inclusive_to_strict").probability(task) == 1.0
     assert always.fix_prob["react"] == 0.9 and always.fix_prob["reflexion"] == SQLErrorRates().fix_reflexion
-    assert 0 < always.ignore_record_prob < 1
+    assert 0 < always.revision.apply < 1
 
 
 def _draft(task: Task, rng: np.random.Generator) -> tuple[str, list[str]]:

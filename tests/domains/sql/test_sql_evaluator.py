@@ -102,6 +102,25 @@ def test_partial_credit_mode(make_task: TaskFactory) -> None:
     assert check(ordered, "SELECT name FROM people ORDER BY age DESC, name", partial_credit=True).score == 0.5
 
 
+def test_graded_overlap_travels_beside_the_binary_score(make_task: TaskFactory) -> None:
+    """U stays execution accuracy; the overlap is graded evidence (Outcome.graded_score) that a
+    record's estimated improvement uses, so Δ is not the same 1.0 for every SQL record."""
+    from cm_gym.memory.record import Record
+
+    task = make_task("SELECT name FROM people WHERE age >= 18")
+    near = check(task, "SELECT name FROM people WHERE age > 18")
+    far = check(task, "SELECT name FROM people WHERE age > 40")
+    right = check(task, "SELECT name FROM people WHERE age >= 18")
+    assert near.score == far.score == 0.0 and right.graded_score == 1.0
+    assert near.graded_score == pytest.approx(3 / 5) and far.graded_score == pytest.approx(2 / 5)
+    evidence = {"score_minus": 0.0, "score_plus": 1.0, "graded_minus": near.graded_score, "graded_plus": 1.0}
+    rec = Record.create(
+        domain="sql", source_task_id="t", env_id="db", situation="s", a_minus="a", a_plus="b",
+        evidence=evidence, condition="", contrast_key="k", delta=1.0,
+    )  # fmt: skip
+    assert rec.delta == 1.0 and rec.improvement == pytest.approx(2 / 5)
+
+
 def test_reference_result_is_computed_once(make_task: TaskFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     evaluator = SQLEvaluator()
     task = make_task("SELECT name FROM people WHERE age >= 18")

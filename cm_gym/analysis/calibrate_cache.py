@@ -1,0 +1,179 @@
+"""`cm-gym calibrate --llm-cache FILE`: fit the revision rates to a cached run of a real model.
+
+Every REVISE_WITH_RECORD entry of the SQLite response cache (`cm_gym.llm.cache`) holds its
+request — the rendered prompt (draft, record a⁻ and a⁺, task id) and the model's reply. Each entry is binned by
+the record's closeness to the draft (`Domain.record_closeness`, the same function the simulator
+uses) and its reply classified, on the domain's canonical form (`Domain.canonical_action`), as
+
+* unchanged — the draft came back;
+* applied — the record's contrast where it matches (`Domain.apply_contrast`);
+* over-applied — an edit of the record's kind at another site (`Domain.analogous_edits`);
+* disturbed — anything else (another edit, a rewrite).
+
+The rates are the shares per bin: apply = applied / match, match_disturb = other changes / match,
+overapply = over-applied / analogous, analogous_disturb = other changes / analogous,
+unrelated_disturb = changes / unrelated. A bin with no entry keeps the domain's default (and says
+so). Entries written before the cache stored prompts cannot be classified and are counted apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from cm_gym.domains.base import CLOSENESS, Domain, RevisionRates
+from cm_gym.llm.base import REVISE_WITH_RECORD
+from cm_gym.types import CmGymError, Task
+
+CLASSES = ("unchanged", "applied", "overapplied", "disturbed")
+
+
+class CalibrationError(CmGymError):
+    """The response cache cannot calibrate anything (no usable REVISE_WITH_RECORD entries)."""
+
+
+def classify(
+    domain: Domain, task: Task, draft: str, a_minus: str, a_plus: str, reply: str
+) -> tuple[str, str]:
+    """(closeness, class) of one revision `reply` of `draft` shown the record a⁻ → a⁺."""
+    canon = domain.canonical_action
+    closeness = domain.record_closeness(task, draft, a_minus, a_plus)
+    got = canon(reply) if reply.strip() else canon(draft)
+    if got == canon(draft):
+        return closeness, "unchanged"
+    applied = domain.apply_contrast(task, draft, a_minus, a_plus)
+    if applied is not None and got == canon(applied):
+        return closeness, "applied"
+    if any(got == canon(t) for t in domain.analogous_edits(task, draft, a_minus, a_plus)):
+        return closeness, "overapplied"
+    return closeness, "disturbed"
+
+
+def rates_from_counts(
+    counts: dict[str, Counter[str]], default: RevisionRates
+) -> tuple[RevisionRates, list[str]]:
+    """The rates per closeness bin from classified counts; empty bins keep `default`."""
+    values = default.as_dict()
+    kept: list[str] = []
+
+    def share(bin_: str, *names: str) -> float | None:
+        n = sum(counts[bin_].values())
+        return sum(counts[bin_][c] for c in names) / n if n else None
+
+    plan = {
+        "apply": ("match", ("applied",)),
+        "match_disturb": ("match", ("overapplied", "disturbed")),
+        "overapply": ("analogous", ("overapplied",)),
+        "analogous_disturb": ("analogous", ("applied", "disturbed")),
+        "unrelated_disturb": ("unrelated", ("applied", "overapplied", "disturbed")),
+    }
+    for rate, (bin_, names) in plan.items():
+        value = share(bin_, *names)
+        if value is None:
+            kept.append(rate)
+        else:
+            values[rate] = round(value, 4)
+    return RevisionRates(**values), kept
+
+
+def fit_from_cache(cfg: Any) -> dict[str, Any]:
+    """Classify the cache's revisions for `cfg.benchmark`'s domain and write a rates file."""
+    from cm_gym.llm.cache import ResponseCache, decode_request
+    from cm_gym.llm.errors import PromptError
+    from cm_gym.llm.prompts import parse_rendered
+    from cm_gym.llm.revision import save_revision_rates
+    from cm_gym.registry import get_benchmark, get_domain
+
+    started = time.perf_counter()
+    spec = get_benchmark(cfg.benchmark)
+    domain = get_domain(spec.domain_name)
+    try:
+        tasks = {t.task_id: t for t in spec.load_tasks()}
+    except CmGymError:
+        tasks = {}
+    counts: dict[str, Counter[str]] = {c: Counter() for c in CLOSENESS}
+    skipped: Counter[str] = Counter()
+    with ResponseCache(Path(cfg.llm_cache), mode="ro") as cache:
+        for _, template, raw, _, blob in cache.rows():
+            if template != REVISE_WITH_RECORD:
+                continue
+            if blob is None:
+                skipped["no stored request (cached by an older cm_gym)"] += 1
+                continue
+            try:
+                value = json.loads(raw)
+                _, f = parse_rendered(decode_request(blob)[1]["messages"])
+            except (PromptError, ValueError, KeyError, TypeError):
+                skipped["request of another template version or unreadable"] += 1
+                continue
+            if f.get("action_kind") != domain.action_kind:
+                skipped[f"another domain ({f.get('action_kind')})"] += 1
+                continue
+            found = tasks.get(f.get("task_id", ""))
+            task = (
+                dataclasses.replace(found, reference="")
+                if found
+                else Task(f.get("task_id", ""), domain.name, "", "", "")
+            )
+            draft = f["draft"].strip()
+            reply = domain.parse_action(str(value.get("text", "")))
+            closeness, kind = classify(
+                domain, task, draft, f["record_a_minus"].strip(), f["record_a_plus"].strip(), reply
+            )
+            counts[closeness][kind] += 1
+    total = sum(sum(c.values()) for c in counts.values())
+    if total == 0:
+        raise CalibrationError(
+            f"{cfg.llm_cache} holds no usable REVISE_WITH_RECORD entry for domain {domain.name!r} "
+            f"(skipped: {dict(skipped) or 'none found'}); run the env or the protocol with this cache first"
+        )
+    default = get_domain(domain.name).error_model().revision
+    fitted, kept = rates_from_counts(counts, default)
+    path = save_revision_rates(
+        cfg.rates_path(),
+        {domain.name: fitted},
+        source=f"cm-gym calibrate --llm-cache {cfg.llm_cache}: classified REVISE_WITH_RECORD replies",
+        counts={b: dict(c) for b, c in counts.items()},
+        kept_defaults=kept,
+    )
+    return {
+        "mode": "llm_cache",
+        "config": {"benchmark": cfg.benchmark, "llm_cache": str(cfg.llm_cache)},
+        "domain": domain.name,
+        "entries": total,
+        "counts": {b: dict(c) for b, c in counts.items()},
+        "skipped": dict(skipped),
+        "default_rates": default.as_dict(),
+        "fitted_rates": fitted.as_dict(),
+        "kept_defaults": kept,
+        "rates_file": str(path),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def cache_table(result: dict[str, Any]) -> str:
+    """Counts per closeness bin and class, and the fitted rates."""
+    lines = [
+        f"calibrate {result['config']['benchmark']} from {result['config']['llm_cache']}: "
+        f"{result['entries']} classified revisions (domain {result['domain']})",
+        "",
+        f"{'closeness':<10} " + " ".join(f"{c:>11}" for c in CLASSES) + "      n",
+    ]
+    for bin_, c in result["counts"].items():
+        n = sum(c.values())
+        lines.append(f"{bin_:<10} " + " ".join(f"{c.get(k, 0):>11}" for k in CLASSES) + f"  {n:5d}")
+    if result["skipped"]:
+        lines.append("skipped: " + ", ".join(f"{k}: {v}" for k, v in result["skipped"].items()))
+    lines += [
+        "",
+        "rates       " + ", ".join(f"{k} {v:.3f}" for k, v in result["fitted_rates"].items()),
+        "defaults    " + ", ".join(f"{k} {v:.3f}" for k, v in result["default_rates"].items()),
+    ]
+    if result["kept_defaults"]:
+        lines.append(f"no entries to estimate {', '.join(result['kept_defaults'])}: defaults kept")
+    lines.append(f"written to {result['rates_file']} (load with --revision-rates)")
+    return "\n".join(lines)

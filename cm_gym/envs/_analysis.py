@@ -1,0 +1,73 @@
+"""Analysis-only methods of `MemorySelectionEnv`: options checked on forks, never charged.
+
+The Oracle baseline (`peek`), `cm-gym diagnose` (`counterfactuals`) and `cm-gym calibrate`
+(`check_text`) read what an option *would* do at the current decision. Nothing here changes the
+episode, its counters, the observation or the store; no deployable selector may call them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cm_gym import features as F
+from cm_gym.agent import Cost
+from cm_gym.envs._actions import action_index
+from cm_gym.memory.retrieval import record_view
+from cm_gym.types import Action, CmGymError, Outcome
+
+
+@dataclass(frozen=True)
+class Counterfactual:
+    """One option at a decision, checked on a fork: the action index, the record it shows (None
+    for skip), the text it would execute (the draft for skip, the revision for a slot) and the
+    world model's outcome."""
+
+    action: int
+    record_id: str | None
+    text: str
+    outcome: Outcome
+
+
+class AnalysisMixin:
+    """`peek`, `counterfactuals` and `check_text` for the selection env (see the module doc)."""
+
+    _done: bool
+    _state: Any
+    _mask: np.ndarray
+    _draft: str
+    _retrieved: list[Any]
+    _agent: Any
+    evaluator: Any
+    use_conditions: bool
+
+    def peek(self, action: int) -> Outcome:
+        """ANALYSIS ONLY (the Oracle baseline): what `action` would score at the current decision,
+        evaluated on a fork. Counters, state, observation and store are untouched; with the
+        simulated LLM the answer is what `step(action)` would get. A masked action peeks skip."""
+        return self._counterfactual(action_index(action, F.N_ACTIONS)).outcome
+
+    def check_text(self, text: str) -> Outcome:
+        """ANALYSIS ONLY (`cm-gym calibrate`): the world model's outcome for any action text at
+        the current decision, on a fork; nothing is charged or changed."""
+        if self._done or self._state is None:
+            raise CmGymError("check_text() needs an episode in progress: call reset() first")
+        return self.evaluator.check(self._state.fork(), Action(text))
+
+    def counterfactuals(self) -> list[Counterfactual]:
+        """ANALYSIS ONLY (`cm-gym diagnose`): every valid action's executed text and outcome at the
+        current decision, each on a fork, skip first. Nothing is charged or changed."""
+        return [self._counterfactual(int(a)) for a in np.flatnonzero(self._mask)]
+
+    def _counterfactual(self, action: int) -> Counterfactual:
+        if self._done or self._state is None:
+            raise CmGymError("peek() needs an episode in progress: call reset() first")
+        a = action if 0 <= action < F.N_ACTIONS and self._mask[action] else 0
+        text, record_id = self._draft, None
+        if a > 0:
+            record = self._retrieved[a - 1].record
+            view = record_view(record, show_condition=self.use_conditions)
+            text, record_id = self._agent.revise(self._state, self._draft, view, Cost()), record.record_id
+        return Counterfactual(a, record_id, text, self.evaluator.check(self._state.fork(), Action(text)))

@@ -1,0 +1,109 @@
+"""Calibration of the simulated revision: the exact linear model of the published rates, the
+least-squares fit, and the fit to a cached run (round trip through a real response cache)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cm_gym.analysis.calibrate import PAPER_TARGETS, Row, Target, compare, fit, linear_rate
+from cm_gym.analysis.calibrate_cache import CalibrationError, fit_from_cache
+from cm_gym.analysis.calibrate_run import CalibrateConfig
+from cm_gym.domains.base import RevisionRates
+from cm_gym.llm.cache import CachedLLM, ResponseCache
+from cm_gym.llm.revision import load_revision_rates, save_revision_rates
+from cm_gym.llm.simulated import SimulatedLLM
+from tests.envs.toy_env import TOY_BENCHMARK, build_toy_store, make_toy
+from tests.toy_domain import toy_tasks
+
+
+def _rows(rng: np.random.Generator, n: int = 300) -> list[Row]:
+    rows = []
+    for setting in ("matched", "shuffled", "no_condition"):
+        for _ in range(n):
+            closeness = str(rng.choice(["match", "analogous", "unrelated"], p=[0.4, 0.2, 0.4]))
+            change = {b: float(rng.uniform(0.5, 1.0)) for b in ("apply", "overapply", "disturb")}
+            harm = {b: float(rng.uniform(0.0, change[b])) for b in change}
+            look = bool(rng.random() < 0.3)
+            rows.append(Row(setting, int(rng.integers(1, 4)), closeness, look, change, harm))
+    return rows
+
+
+def test_a_published_rate_is_exactly_linear_in_the_revision_rates() -> None:
+    rows = _rows(np.random.default_rng(0))
+    rates = RevisionRates(
+        apply=0.6, match_disturb=0.1, overapply=0.4, analogous_disturb=0.2, unrelated_disturb=0.1
+    )
+    target = Target("t", 0.0, "test", "shuffled", "retrieved", "all", "harm")
+    by_hand = []
+    for r in rows:
+        if r.setting != "shuffled":
+            continue
+        p = rates.probabilities(r.closeness)
+        by_hand.append(sum(p[b] * r.harm.get(b, 0.0) for b in ("apply", "overapply", "disturb")))
+    assert linear_rate(rows, target).value(rates) == pytest.approx(float(np.mean(by_hand)))
+    selected = Target("s", 0.0, "test", "matched", "selected", "lookalike", "change")
+    assert linear_rate(rows, selected).n == sum(
+        r.setting == "matched" and r.slot == 1 and r.lookalike is True for r in rows
+    )
+
+
+def test_fit_recovers_rates_that_generated_the_targets() -> None:
+    rows = _rows(np.random.default_rng(1))
+    truth = RevisionRates(
+        apply=0.7, match_disturb=0.05, overapply=0.5, analogous_disturb=0.1, unrelated_disturb=0.2
+    )
+    targets = [
+        Target(
+            f"{t.name}",
+            linear_rate(rows, t).value(truth) or 0.0,
+            t.source,
+            t.setting,
+            t.per,
+            t.subset,
+            t.measure,
+        )
+        for t in PAPER_TARGETS
+    ]
+    fitted = fit(rows, targets, prior=RevisionRates())
+    for row in compare(rows, fitted, targets):
+        assert row["simulator"] == pytest.approx(row["paper"], abs=0.01)
+
+
+def test_fit_from_a_cached_run_recovers_the_simulators_rates(tmp_path: Path) -> None:
+    """Play the toy env with a simulator of known rates behind a real response cache, then fit
+    the rates back from the cache alone."""
+    truth = RevisionRates(apply=0.9, match_disturb=0.0, unrelated_disturb=0.5)
+    rates_path = save_revision_rates(tmp_path / "truth.json", {"toycmp": truth})
+    cache_path = tmp_path / "cache.sqlite"
+    llm = CachedLLM(SimulatedLLM(revision_rates=rates_path), ResponseCache(cache_path))
+    store = build_toy_store(tmp_path / "toy.sqlite")
+    tasks = toy_tasks(160)
+    env = make_toy(str(store), llm=llm, tasks=tasks, use_conditions=False)
+    rng = np.random.default_rng(0)
+    for task in tasks:
+        _, info = env.reset(options={"task_id": task.task_id})
+        done = False
+        while not done:
+            action = int(rng.choice(np.flatnonzero(info["action_mask"])))
+            _, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+    llm.cache.close()
+    cfg = CalibrateConfig(benchmark=TOY_BENCHMARK, llm_cache=cache_path, out=tmp_path / "fitted.json")
+    result = fit_from_cache(cfg)
+    assert result["entries"] >= 40 and result["counts"]["match"] and result["counts"]["unrelated"]
+    fitted = load_revision_rates(tmp_path / "fitted.json")["toycmp"]
+    assert fitted.apply == pytest.approx(truth.apply, abs=0.15)
+    assert fitted.unrelated_disturb == pytest.approx(truth.unrelated_disturb, abs=0.2)
+    assert "overapply" in result["kept_defaults"]  # the toy records are never analogous
+
+
+def test_a_cache_without_revisions_is_refused(tmp_path: Path) -> None:
+    cache_path = tmp_path / "empty.sqlite"
+    ResponseCache(cache_path).close()
+    with pytest.raises(CalibrationError, match="no usable REVISE_WITH_RECORD"):
+        fit_from_cache(
+            CalibrateConfig(benchmark=TOY_BENCHMARK, llm_cache=cache_path, out=tmp_path / "r.json")
+        )
