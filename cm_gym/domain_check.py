@@ -180,9 +180,9 @@ def _find_slips(domain: Domain, tasks: Sequence[Task], report: DomainReport, see
     if not isinstance(model, ErrorModel) or not model.operators:
         report.failures.append("error_model() must return an ErrorModel with at least one operator")
         return []
-    rates = [model.ignore_record_prob, *model.fix_prob.values()]
+    rates = [*model.revision.as_dict().values(), *model.fix_prob.values()]
     if not all(isinstance(r, (int, float)) and 0.0 <= r <= 1.0 for r in rates):
-        report.failures.append("error model: fix_prob and ignore_record_prob must be in [0, 1]")
+        report.failures.append("error model: fix_prob and the revision rates must be in [0, 1]")
     slips: list[_Slip] = []
     for op in model.operators:
         fired = 0

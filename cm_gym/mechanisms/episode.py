@@ -79,9 +79,12 @@ def run_task(
         if not outcome.solved:
             new_state = agent.reflect(new_state, cost)
         decision = Decision(new_state, draft, action, outcome, record_id, cost)
-        draft_score = None
+        draft_outcome = None
         if score_drafts and decision.changed_by_memory:  # bookkeeping on a fork, never charged
-            draft_score = float(ctx.evaluator.check(state.fork(), Action(draft)).score)
+            draft_outcome = ctx.evaluator.check(state.fork(), Action(draft))
+        draft_score = float(draft_outcome.score) if draft_outcome is not None else None
+        # SPEC §3 amended: against the draft when it was checked, else the paper's rule
+        label_rule = "draft" if draft_outcome is not None else "paper"
         cost.add(memory)
         total.add(cost)
         extra["memory_tokens"] += memory.tokens
@@ -107,7 +110,7 @@ def run_task(
                 "retrieval_attempted": bool(choice is not None and choice.retrieval_attempted),
                 "retrieved": bool(choice is not None and choice.n_retrieved > 0),
                 "record_id": record_id,
-                "reuse_label": reuse_label(decision, previous_score),
+                "reuse_label": reuse_label(decision, previous_score, draft_outcome, label_rule),
                 "changed_by_memory": decision.changed_by_memory,
                 "draft_score": draft_score,
             },
