@@ -126,7 +126,8 @@ def test_train_then_evaluate_with_training_seeds_custom_policy_and_outputs(
     record = json.loads((out / "training.json").read_text())
     assert record["provenance"]["splits"]["eval"]["tasks"] == 12
     tb = out / "tensorboard"
-    assert sorted(p.name for p in tb.iterdir()) == ["seed0_1", "seed1_1"]
+    runs = ["extended-seed0_1", "extended-seed1_1", "seed0_1", "seed1_1"]  # one selector per layout
+    assert sorted(p.name for p in tb.iterdir()) == runs
     sys.path.insert(0, str(REPO))
     from train import TENSORBOARD_TAGS  # the tags train.py's docstring names
 
@@ -159,7 +160,8 @@ def test_train_then_evaluate_with_training_seeds_custom_policy_and_outputs(
     assert "no selector for seed(s) [3]" in capsys.readouterr().err
     (tb / "seed0_1" / "stale").write_text("x")
     assert main(["train", *SMALL[:-7], "0", *SMALL[-5:], "--out-dir", str(out), "--overwrite"]) == 0
-    assert sorted(p.name for p in tb.iterdir()) == ["seed0_1"] and not (tb / "seed0_1" / "stale").exists()
+    assert sorted(p.name for p in tb.iterdir()) == ["extended-seed0_1", "seed0_1"]
+    assert not (tb / "seed0_1" / "stale").exists()
     assert not (out / "results.json").exists() and not (out / "selector" / "seed1").exists()
 
 

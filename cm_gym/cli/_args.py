@@ -126,6 +126,15 @@ OPTIONS: dict[str, Opt] = {
     "on_masked": Opt("a policy picking masked actions: warn (they run as skip) or error", choices=lambda: ("warn", "error")),
     "tensorboard": Opt("write TensorBoard logs to <out-dir>/tensorboard"),
     "progress": Opt("progress bars on stderr"),
+    "revision_rates": Opt("the simulated LLM's revision rates (a file from `cm-gym calibrate`)", existing_file, metavar="FILE"),
+    "obs_layouts": Opt("observation layouts to train a selector on: paper (98 dims) and/or extended (106, beyond the paper)", choices=_choices("cm_gym.features", "OBS_LAYOUTS")),
+    "obs_layout": Opt("observation layout: paper (98 dims) or extended (106, beyond the paper)", choices=_choices("cm_gym.features", "OBS_LAYOUTS")),
+    "validation_fraction": Opt("share of T_train used to choose the checkpoint (default 0.5)", float, metavar="F"),
+    "train_selector": Opt("also train the masked DQN and place it between random and the oracle"),
+    "fit": Opt("fit the revision rates to the paper's rates and write them to --out"),
+    "out": Opt("where to write the fitted rates (default <out-dir>/revision_rates.json)", Path, metavar="FILE"),
+    "n_tasks": Opt("use only the first N training tasks", pos_int, metavar="N"),
+    "rescued_broken": Opt("also count rescued / broken tasks of top-1 against skip on T_eval"),
 }  # fmt: skip
 
 

@@ -21,11 +21,12 @@ Behaviour, per template:
   `RevisionRates` (`ErrorModel.revision`, or a rates file): apply the contrast where it matches
   (`Domain.apply_contrast`, whether or not that is right for this task), over-apply it by analogy
   (`Domain.analogous_edits`), disturb an unrelated part of the draft (`Domain.disturbances`), or
-  leave the draft unchanged (ignore the record). Where the defaults come from: the class defaults
-  of `RevisionRates` and each domain's values are fits of `cm-gym calibrate --fit` to the paper's
-  per-record figures — Fig. 4d (matched retrieval: 0.29 action changes and 0.03 harmful changes
-  per retrieved record; shuffled: 0.21 and 0.17) and Appendix E.3 (harmful use per selected use
-  4.2% ordinary / 11.8% look-alike with conditions, 6.1% / 34.2% without) — and
+  leave the draft unchanged (ignore the record). Where the defaults come from: `RevisionRates`'
+  defaults (used by every built-in domain) are one least-squares fit, pooled over the SQL, SAT and
+  SMT benchmarks (`cm-gym calibrate --fit`, ``bench/bench_calibration.py``), to the paper's
+  figures — Fig. 4d (matched retrieval: 0.29 action changes and 0.03 harmful changes per
+  retrieved record; shuffled: 0.21 and 0.17) and Appendix E.3 (harmful use per selected use 4.2%
+  ordinary / 11.8% look-alike with conditions, 6.1% / 34.2% without);
   ``SimulatedLLM(revision_rates=PATH)`` loads rates fitted to a cached run of a real model
   (`cm-gym calibrate --llm-cache FILE`). The revision never reads the reference: the domain gets
   the task with it blanked.

@@ -177,11 +177,11 @@ class CounterMem(MemoryMechanism):
     # -- one decision (the env's `_prepare_decision` + `_step`, for custom loops) ---------------
     def guide(self, ctx: MechanismContext, d: DecisionContext, cost: Cost) -> Guidance | None:
         state_text = d.state.render()
-        query = ctx.embedder.embed_one(query_text(d.task, state_text))
-        retrieved = (
+        state_embedding = ctx.embedder.embed_one(query_text(d.task, state_text))
+        retrieved = (  # ranked on the question and the draft (`Domain.retrieval_text`), as the env
             []
             if self.retrieval == "none" or self.k == 0
-            else self.retriever(ctx).retrieve(d.task, state_text, query=query)[: self.k]
+            else self.retriever(ctx).retrieve(d.task, state_text, draft=d.draft)[: self.k]
         )
         budget = F.BudgetFeatures(
             decision=d.decision,
@@ -194,7 +194,7 @@ class CounterMem(MemoryMechanism):
             last_score=d.state.last_score,
         )
         slots = [F.SlotFeatures.from_record(r.record, r.relevance) for r in retrieved]
-        obs = F.build_observation(query, ctx.embedder.embed_one(d.draft), slots, budget)
+        obs = F.build_observation(state_embedding, ctx.embedder.embed_one(d.draft), slots, budget)
         action, _ = self.policy.predict(obs, deterministic=True)
         a = int(np.asarray(action).reshape(-1)[0])
         self._selected = retrieved[a - 1].record if 0 < a <= len(retrieved) else None

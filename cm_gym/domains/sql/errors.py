@@ -88,8 +88,9 @@ def _first_edit(
     return None
 
 
-#: How the simulated LLM treats a shown SQL record (see `RevisionRates`); fitted by
-#: `cm-gym calibrate --fit --benchmark SQL` to the paper's Fig. 4d and Appendix E.3 figures.
+#: How the simulated LLM treats a shown SQL record: the pooled calibration of `RevisionRates`
+#: (SQL alone fits apply 0.73, overapply 0.21, analogous_disturb 0.57, unrelated_disturb 0.11 —
+#: `cm-gym calibrate --fit --benchmark SQL`; load that file with --revision-rates to use it).
 SQL_REVISION = RevisionRates()
 
 
