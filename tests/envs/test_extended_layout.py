@@ -60,3 +60,11 @@ def test_a_checkpoint_refuses_the_other_layout(toy_store_path: Path, tmp_path: P
         MaskedDQN.load(tmp_path / "paper.zip", env=make(toy_store_path, obs_layout="extended"))
     obs = np.zeros(F.OBS_DIM_EXTENDED, dtype=np.float32)
     assert F.layout_of(obs.shape[0]) == "extended" and F.obs_dim("paper") == 98
+
+
+def test_extended_env_passes_the_env_checkers(toy_store_path: Path) -> None:
+    from gymnasium.utils.env_checker import check_env
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    check_env(make(toy_store_path, obs_layout="extended"), skip_render_check=True)
+    sb3_check_env(make(toy_store_path, obs_layout="extended"), warn=False)
