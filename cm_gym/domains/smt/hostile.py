@@ -119,12 +119,14 @@ SCRIPTS: tuple[Hostile, ...] = (
         "refused",
     ),
     Hostile(
+        # factoring a 128-bit semiprime (two random 64-bit primes) without wrap-around: the
+        # operands are zero-extended, so modular shortcuts (x * y = N mod 2^128) do not exist
         "factor-128",
         "time",
-        "(declare-const x (_ BitVec 128))\n(declare-const y (_ BitVec 128))\n"
-        "(assert (= (bvmul x y) #x8000000000000000000000000000d0c5))\n"
-        "(assert (bvugt x #x00000000000000000000000000000001))\n"
-        "(assert (bvugt y #x00000000000000000000000000000001))\n(check-sat)",
+        "(declare-const x (_ BitVec 64))\n(declare-const y (_ BitVec 64))\n"
+        "(assert (= (bvmul ((_ zero_extend 64) x) ((_ zero_extend 64) y)) #x77b99938b644be245dc8a9baf8a9ce79))\n"
+        "(assert (bvugt x #x0000000000000001))\n"
+        "(assert (bvugt y #x0000000000000001))\n(check-sat)",
         "bounded",
     ),
 )
