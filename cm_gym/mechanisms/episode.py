@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cm_gym.agent import Cost, Decision, reuse_label
-from cm_gym.envs._loading import DEFAULT_REWARD_WEIGHTS
+from cm_gym.envs import DEFAULT_REWARD_WEIGHTS
 from cm_gym.mechanisms.base import DecisionContext, MechanismContext, MemoryMechanism
 from cm_gym.metrics import EpisodeCounters
 from cm_gym.types import Action, AgentState, Attempt, Task
