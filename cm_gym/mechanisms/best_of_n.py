@@ -8,7 +8,10 @@ Adapted: candidate 1 is the agent's own memory-free draft; candidates 2..N are d
 independent samples of the same LLM (other sampling seeds: `MechanismContext.sample_llm`; for the
 simulated LLM another seed draws its slips anew). Every candidate and the judge are charged to the
 task run. With the simulated LLM the judge is `simulated.py`'s: a seeded uniform choice, i.e. a
-judge with no ability to tell candidates apart — a lower bound on a real judge, said plainly.
+judge with no ability to tell candidates apart — a lower bound on a real judge, said plainly. The
+simulated samples are independent draws of the error model given the task's features, while one
+sample repeats its own slips across decisions (a frozen model at temperature 0); a real model's
+samples are likely more correlated than that, which favours this control here.
 """
 
 from __future__ import annotations
