@@ -45,6 +45,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     q.add_argument("store", type=Path, help="a record store or frozen snapshot (.sqlite)")
     q.add_argument("snapshot", type=Path, help="the snapshot file to write")
     q.add_argument("--overwrite", action="store_true", help="replace an existing snapshot")
+    q.add_argument(
+        "--ann",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="ANN index for retrieval (needs cm-gym[ann]); auto: from 20,000 records on",
+    )
     q.set_defaults(func=run_freeze)
 
 
@@ -151,6 +157,9 @@ def run_stats(args: argparse.Namespace) -> int:
     if getattr(store, "manifest", None):
         m = store.manifest
         print(f"snapshot      sha256 {m['sha256']} created {m.get('created')}")
+        if isinstance(m.get("ann"), dict):
+            a = m["ann"]
+            print(f"ANN index     {a['file']}: {a['params'].get('kind')}, {a['bytes'] / 2**20:.1f} MiB")
     return 0
 
 
@@ -165,7 +174,11 @@ def run_verify(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     print(f"{args.store}: sha256 matches manifest; {len(snap)} records; integrity {'ok' if ok else 'FAILED'}")
-    return 0 if ok else 1
+    if "ann" in snap.manifest:
+        loaded = not snap.ann_problem and snap.ann_index is not None
+        state = snap.ann_problem or ("sha256 matches manifest" if loaded else "not checked (no faiss-cpu)")
+        print(f"ANN index: {state}")
+    return 0 if ok and not snap.ann_problem else 1
 
 
 def run_freeze(args: argparse.Namespace) -> int:
@@ -178,6 +191,9 @@ def run_freeze(args: argparse.Namespace) -> int:
     if manifest_path(args.store).is_file():
         raise StoreError(f"{args.store} is already a frozen snapshot")
     with RecordStore(args.store) as store:
-        snap = store.freeze(args.snapshot, overwrite=args.overwrite)
-    print(f"{args.snapshot}: {len(snap)} records, sha256 {snap.manifest['sha256']}")
+        ann = {"auto": None, "on": True, "off": False}[args.ann]
+        snap = store.freeze(args.snapshot, overwrite=args.overwrite, ann=ann)
+    entry = snap.manifest.get("ann")
+    side = f"; ANN index {entry['file']} ({entry['bytes'] / 2**20:.1f} MiB)" if entry else ""
+    print(f"{args.snapshot}: {len(snap)} records, sha256 {snap.manifest['sha256']}{side}")
     return 0

@@ -9,6 +9,7 @@ after a reuse update.
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,12 +55,35 @@ def source_columns(source: RecordSource) -> dict[str, Any]:
     }
 
 
+def layout_digest(record_ids: Sequence[str], u: np.ndarray) -> str:
+    """sha256 naming records (ids) and their u values in index-row order: an ANN index built for
+    one layout is never used for another."""
+    h = hashlib.sha256()
+    for s in range(0, len(record_ids), 65536):
+        h.update("\n".join(record_ids[s : s + 65536]).encode("utf-8"))
+        h.update(b"\n")
+    h.update(np.ascontiguousarray(u, dtype="<f4").tobytes())
+    return h.hexdigest()
+
+
 def _codes(values: Sequence[str]) -> tuple[np.ndarray, list[str], dict[str, int]]:
     uniques: dict[str, int] = {}
     codes = np.fromiter(
         (uniques.setdefault(v, len(uniques)) for v in values), dtype=np.int32, count=len(values)
     )
     return codes, list(uniques), uniques
+
+
+def _sort_keys(cols: dict[str, Any]) -> tuple[np.ndarray, list[str], np.ndarray, list[str], np.ndarray]:
+    dom_codes, dom_names, _ = _codes(cols["domains"])
+    cond_codes, cond_texts, _ = _codes(cols["conditions"])
+    return dom_codes, dom_names, cond_codes, cond_texts, np.lexsort((cond_codes, dom_codes))
+
+
+def index_order(cols: dict[str, Any]) -> np.ndarray:
+    """Row order of a `RecordIndex` over these columns: positions sorted by (domain code,
+    condition code), codes numbered by first appearance (stable, so deterministic)."""
+    return _sort_keys(cols)[-1]
 
 
 @dataclass
@@ -78,16 +102,16 @@ class RecordIndex:
     id_rank: np.ndarray
     layout_revision: int
     revision: int
+    record_ids: Sequence[str] = ()  # in source order (index row i is record_ids[rows[i]])
     holds_cache: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict)
+    _by_source: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, source: RecordSource, parse: Callable[[str], Condition]) -> RecordIndex:
         """Build from a source; `parse` turns a condition text into a bound `Condition`."""
         cols = source_columns(source)
         n = len(cols["record_ids"])
-        dom_codes, dom_names, _ = _codes(cols["domains"])
-        cond_codes, cond_texts, _ = _codes(cols["conditions"])
-        order = np.lexsort((cond_codes, dom_codes))
+        dom_codes, dom_names, cond_codes, cond_texts, order = _sort_keys(cols)
         sorted_already = bool(np.all(order == np.arange(n)))
         emb = source.embeddings if sorted_already else source.embeddings[order]
         sorted_dom, sorted_cond = dom_codes[order], cond_codes[order]
@@ -114,7 +138,22 @@ class RecordIndex:
             id_rank=id_rank,
             layout_revision=source.layout_revision,
             revision=source.revision,
+            record_ids=cols["record_ids"],
         )
+
+    def digest(self) -> str:
+        """`layout_digest` of this index's rows (what an ANN index must have been built for)."""
+        ids = self.record_ids
+        return layout_digest([ids[int(i)] for i in self.rows], self.u)
+
+    def source_rows(self, code: int) -> np.ndarray:
+        """Index rows whose source-task code is `code` (grouped once, on first use)."""
+        if self._by_source is None:
+            order = np.argsort(self.source_codes, kind="stable")
+            bounds = np.searchsorted(self.source_codes[order], np.arange(len(self.source_lookup) + 1))
+            self._by_source = (order, bounds)
+        order, bounds = self._by_source
+        return order[bounds[code] : bounds[code + 1]]
 
     def refresh_u(self, source: RecordSource) -> None:
         """After reuse updates (same records, new u values)."""

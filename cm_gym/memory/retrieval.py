@@ -10,6 +10,13 @@ the database they came from. Everything is NumPy over column arrays (`RecordInde
 pre-filter is a contiguous slice, condition results are cached per (condition, task), and on large
 stores only the contiguous runs of rows whose condition holds are scored.
 
+On a large frozen store that carries an ANN index (`cm_gym.memory.ann`, the optional extra
+``cm-gym[ann]``), matched retrieval keeps the same order of operations: the eligible rows are
+decided first (condition spans minus this task's own rows, as a bitmap), the index searches only
+those rows for `CANDIDATES` candidates ranked by cos + λ·u, and the candidates are re-ranked
+exactly. When at most ``exact_max_rows`` rows are eligible (or the index finds fewer than k), the
+exact scan above is used, so small stores and selective conditions give exact results.
+
 Ablation modes: ``"matched"`` (the method), ``"random"`` (k random records: no state matching and
 no condition filter), ``"shuffled"`` (the records matched to a *different* situation: a seeded
 random other stored situation is used as the query; no condition filter, since the conditions
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import zlib
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -28,6 +36,7 @@ import numpy as np
 
 from cm_gym.agent import RecordView
 from cm_gym.domains.base import Domain, PredicateFn
+from cm_gym.memory import ann as ann_mod
 from cm_gym.memory.conditions import Condition, parse_condition_or_none
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.index import RecordIndex, RecordSource
@@ -40,6 +49,14 @@ MODES = ("matched", "random", "shuffled", "none")
 _GATHER_FRACTION = 0.25  # below this eligible fraction, gather rows instead of scoring the slice
 _CHUNK = 16384
 _SPAN_MIN_ROWS = 4096  # from this many rows on, score only the runs whose condition holds
+_BITMAP_CACHE = 16  # eligibility bitmaps kept per retriever (one per recent task)
+_logged: set[str] = set()
+
+
+def _log_once(key: str, level: int, msg: str, *args: object) -> None:
+    if key not in _logged:
+        _logged.add(key)
+        logger.log(level, msg, *args)
 
 
 @dataclass(frozen=True)
@@ -127,6 +144,7 @@ class Retriever:
         mode: str = "matched",
         seed: int = 0,
         embedder: Embedder | None = None,
+        exact_max_rows: int = ann_mod.EXACT_MAX_ROWS,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"retrieval mode must be one of {MODES}, got {mode!r}")
@@ -140,6 +158,9 @@ class Retriever:
         self.embedder.check_compatible(store.embedder_id, getattr(store, "dim", None) or self.embedder.dim)
         self._parsed: dict[str, Condition] = {}
         self._index: RecordIndex | None = None
+        self.exact_max_rows = int(exact_max_rows)
+        self._ann: ann_mod.AnnIndex | None = None
+        self._bitmaps: OrderedDict[tuple[str, bool], np.ndarray] = OrderedDict()
 
     @staticmethod
     def _domain(domain: Domain | str | Mapping[str, PredicateFn] | None) -> Domain | None:
@@ -167,9 +188,39 @@ class Retriever:
         idx, src = self._index, self.store
         if idx is None or idx.layout_revision != src.layout_revision:
             idx = self._index = RecordIndex.build(src, self.parse)
+            self._bitmaps.clear()
+            self._ann = self._attach_ann(idx)
         elif idx.revision != src.revision:
             idx.refresh_u(src)
+            self._ann = None  # the index ranks with the u values it was built with
         return idx
+
+    @property
+    def ann(self) -> ann_mod.AnnIndex | None:
+        """The ANN index in use (None: every query is scored exactly)."""
+        _ = self.index
+        return self._ann
+
+    def _attach_ann(self, idx: RecordIndex) -> ann_mod.AnnIndex | None:
+        """The source's ANN index, if it has one built for exactly these rows."""
+        n = len(idx.rows)
+        found = getattr(self.store, "ann_index", None)
+        if found is None:
+            if n >= ann_mod.ANN_MIN_RECORDS:
+                _log_once(
+                    f"exact:{getattr(self.store, 'path', id(self.store))}",
+                    logging.INFO,
+                    "retrieval scans all %d records exactly: the store has no ANN index "
+                    "(pip install 'cm-gym[ann]' and freeze the snapshot again)",
+                    n,
+                )
+            return None
+        if found.n != n or found.digest != idx.digest():
+            logger.warning(
+                "the store's ANN index was built for other records or u values; retrieval scans exactly"
+            )
+            return None
+        return found
 
     def query_embedding(self, task: Task, state_text: str, draft: str | None = None) -> np.ndarray:
         """φ(s): the domain's `retrieval_text` (question + draft) when a draft is given and the
@@ -203,6 +254,14 @@ class Retriever:
         )
         if self.mode == "matched" and self.use_conditions and hi - lo >= _SPAN_MIN_ROWS:
             return self._matched_spans(idx, task, q, lo)
+        if self.mode == "matched" and self._ann is not None and hi - lo > self.exact_max_rows:
+            spans = idx.eligible_spans(task, task.domain) if self.use_conditions else [(lo, hi)]
+            if not spans:
+                return []
+            if sum(e - s for s, e in spans) > self.exact_max_rows:
+                got = self._ann_retrieve(idx, task, q, lo, spans)
+                if got is not None:
+                    return got
         eligible = self._other_task_mask(idx, task, lo, hi)
         if self.mode == "matched":
             if self.use_conditions:
@@ -240,6 +299,10 @@ class Retriever:
         spans = idx.eligible_spans(task, task.domain)
         if not spans:
             return []
+        if self._ann is not None and sum(e - s for s, e in spans) > self.exact_max_rows:
+            got = self._ann_retrieve(idx, task, q, lo, spans)
+            if got is not None:
+                return got
         pos = np.concatenate([np.arange(s, e) for s, e in spans])
         cos = np.concatenate([_matvec(idx.embeddings, s, e, q) for s, e in spans])
         code = idx.source_lookup.get(task.task_id, -1)
@@ -250,6 +313,38 @@ class Retriever:
             return []
         rank = cos + self.lambda_reuse * idx.u[pos]
         return self._materialise(idx, lo, *self._select(idx, lo, pos - lo, cos, rank))
+
+    def _ann_retrieve(
+        self, idx: RecordIndex, task: Task, q: np.ndarray, lo: int, spans: list[tuple[int, int]]
+    ) -> list[Retrieved] | None:
+        """Filtered ANN search over the eligible rows (`spans` minus this task's own rows), then
+        exact re-ranking of the candidates; None when it found fewer than k (scan exactly)."""
+        ann = self._ann
+        assert ann is not None
+        key = (task.task_id, self.use_conditions)
+        bits = self._bitmaps.get(key)
+        code = idx.source_lookup.get(task.task_id, -1)
+        everything = spans == [(0, ann.n)] and code < 0
+        if bits is None and not everything:
+            bits = ann_mod.spans_bitmap(ann.n, spans)
+            if code >= 0:
+                ann_mod.clear_rows(bits, idx.source_rows(code))
+            self._bitmaps[key] = bits
+            if len(self._bitmaps) > _BITMAP_CACHE:
+                self._bitmaps.popitem(last=False)
+        elif bits is not None:
+            self._bitmaps.move_to_end(key)
+        eligible = sum(e - s for s, e in spans)
+        want = max(ann_mod.CANDIDATES, 4 * self.k)
+        cand = ann.search(q, self.lambda_reuse, want, None if everything else bits, eligible / ann.n)
+        if bits is not None and cand.size:  # never trust a filter blindly: drop any row outside it
+            cand = cand[(bits[cand >> 3] >> (cand & 7)) & 1 == 1]
+        if cand.size < min(self.k, eligible):
+            return None
+        cand = np.sort(cand)
+        cos = np.asarray(idx.embeddings[cand], dtype=np.float32) @ q
+        rank = cos + self.lambda_reuse * idx.u[cand]
+        return self._materialise(idx, lo, *self._select(idx, lo, cand - lo, cos, rank))
 
     @staticmethod
     def _other_task_mask(idx: RecordIndex, task: Task, lo: int, hi: int) -> np.ndarray:

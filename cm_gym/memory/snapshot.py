@@ -7,6 +7,12 @@ a full disk is one `StoreFullError` and leaves neither a partial snapshot nor a 
 snapshot's own metadata says ``store_kind = snapshot``, so it is never opened writable, manifest or not.
 `FrozenStore.open` re-hashes the file against the manifest, opens it with ``mode=ro&immutable=1``,
 loads everything into memory and closes it; every write method raises `StoreReadOnlyError`.
+
+A snapshot of `ann.ANN_MIN_RECORDS` records or more also gets an ANN index for retrieval
+(`cm_gym.memory.ann`, when faiss-cpu is installed): a sidecar ``<snapshot>.ann`` whose sha256,
+size and layout digest are in the manifest. Open verifies it; a missing, modified or unreadable
+sidecar is reported in one warning and the index is rebuilt in memory from the verified snapshot
+at first use, so retrieval never reads an index that does not belong to the snapshot.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from cm_gym.memory import ann as ann_mod
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.errors import StoreError
 from cm_gym.memory.schema import (
@@ -40,6 +47,12 @@ logger = logging.getLogger(__name__)
 MANIFEST_FORMAT = "cm_gym.memory.snapshot/1"
 
 
+def ann_path(path: str | Path) -> Path:
+    """Where a snapshot's ANN index lives: ``<snapshot file name>.ann`` next to it."""
+    p = Path(path)
+    return p.with_name(p.name + ".ann")
+
+
 def file_sha256(path: Path) -> str:
     """sha256 of a file's bytes, read in 1 MiB chunks."""
     h = hashlib.sha256()
@@ -57,10 +70,57 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+def _freeze_ann(tmp: Path, final: Path, records: int, ann: bool | None) -> tuple[dict[str, Any] | None, Path]:
+    """Build the ANN sidecar of the snapshot being written at `tmp`: (manifest entry, sidecar
+    temp path); no entry when the snapshot is small (``ann=None``; below `ann.MIN_BUILD_RECORDS`
+    always), ``ann=False``, or faiss-cpu is missing (``ann=True`` then raises
+    `AnnUnavailableError`)."""
+    side = ann_path(tmp)
+    if not (ann if ann is not None else records >= ann_mod.ANN_MIN_RECORDS):
+        return None, side
+    if not ann_mod.available():
+        if ann:
+            ann_mod.require()
+        logger.info(
+            "%s: %d records but faiss-cpu is not installed, so no ANN index; retrieval will scan "
+            "exactly (pip install 'cm-gym[ann]' and freeze again)",
+            final,
+            records,
+        )
+        return None, side
+    if records < ann_mod.MIN_BUILD_RECORDS:
+        logger.info(
+            "%s: %d records are searched exactly; no ANN index below %d",
+            final,
+            records,
+            ann_mod.MIN_BUILD_RECORDS,
+        )
+        return None, side
+    index = ann_mod.build_for_source(FrozenStore.open(tmp, verify=False))
+    index.save(side)
+    entry = {
+        "file": ann_path(final).name,
+        "sha256": file_sha256(side),
+        "bytes": side.stat().st_size,
+        "records": index.n,
+        "dim": index.dim,
+        "digest": index.digest,
+        "params": index.params,
+    }
+    return entry, side
+
+
 def freeze_store(
-    store: StoreView, conn: sqlite3.Connection, path: Path, *, overwrite: bool = False
+    store: StoreView,
+    conn: sqlite3.Connection,
+    path: Path,
+    *,
+    overwrite: bool = False,
+    ann: bool | None = None,
 ) -> FrozenStore:
-    """Snapshot `store` (whose connection is `conn`) to `path` and return it opened read-only."""
+    """Snapshot `store` (whose connection is `conn`) to `path` and return it opened read-only.
+    `ann`: build an ANN index (None = when the store has `ann.ANN_MIN_RECORDS` records or more
+    and faiss-cpu is installed; True = always, False = never)."""
     path = path.resolve()
     if path == store.path.resolve():
         raise StoreError("a snapshot cannot overwrite its own source store")
@@ -69,6 +129,7 @@ def freeze_store(
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
     mtmp = tmp.with_name(tmp.name + ".manifest")
+    side = ann_path(tmp)
     try:
         conn.execute("VACUUM INTO ?", (str(tmp),))
         out = sqlite3.connect(str(tmp), isolation_level=None)
@@ -97,14 +158,21 @@ def freeze_store(
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "source": str(store.path.resolve()),
         }
+        entry, side = _freeze_ann(tmp, path, len(store), ann)
+        if entry is not None:
+            manifest["ann"] = entry
         mtmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         _fsync(mtmp)
+        if entry is not None:
+            os.replace(side, ann_path(path))
+        else:
+            ann_path(path).unlink(missing_ok=True)  # a previous freeze's index is not this one's
         os.replace(mtmp, manifest_path(path))
         os.replace(tmp, path)
     except (sqlite3.OperationalError, OSError) as exc:
         raise db_error(path, exc) from None
     finally:
-        for leftover in (tmp, mtmp):
+        for leftover in (tmp, mtmp, side):
             leftover.unlink(missing_ok=True)
     logger.info("froze %d records into %s (sha256 %s)", len(store), path, manifest["sha256"][:12])
     return FrozenStore.open(path)
@@ -137,6 +205,51 @@ class FrozenStore(StoreView):
     def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
         super().__init__(path)
         self.manifest = manifest
+        self._ann: ann_mod.AnnIndex | None = None
+        self._ann_rebuild = False
+        self.ann_problem = ""  # why the ANN sidecar named by the manifest was not used ("" = fine)
+
+    @property
+    def ann_index(self) -> ann_mod.AnnIndex | None:
+        """The snapshot's ANN index (None without one, or without faiss-cpu); a missing or
+        corrupt sidecar found at open is rebuilt here, in memory, on first use."""
+        if self._ann is None and self._ann_rebuild:
+            self._ann_rebuild = False
+            params = self.manifest["ann"].get("params", {})
+            self._ann = ann_mod.build_for_source(self, nlist=params.get("nlist"), seed=params.get("seed", 0))
+        return self._ann
+
+    def _open_ann(self) -> None:
+        """Verify and load the sidecar the manifest names (see the module docstring)."""
+        entry = self.manifest.get("ann")
+        if not isinstance(entry, dict):
+            return
+        if not ann_mod.available():
+            logger.info(
+                "%s has an ANN index but faiss-cpu is not installed; retrieval scans exactly "
+                "(pip install 'cm-gym[ann]')",
+                self.path,
+            )
+            return
+        side = ann_path(self.path)
+        problem = ""
+        if not side.is_file():
+            problem = "is missing"
+        elif side.stat().st_size != entry.get("bytes") or file_sha256(side) != entry.get("sha256"):
+            problem = "does not match the manifest (modified or truncated)"
+        else:
+            try:
+                self._ann = ann_mod.AnnIndex.load(side, entry)
+            except (StoreError, KeyError, TypeError, ValueError) as exc:
+                problem = f"is unreadable ({exc})"
+        if problem:
+            self._ann_rebuild, self.ann_problem = True, f"{side.name} {problem}"
+            logger.warning(
+                "%s %s; rebuilding the ANN index in memory from the verified snapshot at first "
+                "retrieval (freeze again to store it)",
+                side,
+                problem,
+            )
 
     @classmethod
     def open(cls, path: str | Path, *, verify: bool = True, embedder: Embedder | None = None) -> FrozenStore:
@@ -178,6 +291,7 @@ class FrozenStore(StoreView):
                     raise StoreError(
                         f"{path}: manifest says {key}={manifest.get(key)!r}, snapshot has {actual!r}"
                     )
+            store._open_ann()
         if embedder is not None:
             embedder.check_compatible(store.embedder_id, store.dim)
         return store

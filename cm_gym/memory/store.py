@@ -233,11 +233,13 @@ class RecordStore(StoreView):
         """SQLite's integrity check on the file."""
         return integrity_ok(self._conn)
 
-    def freeze(self, path: str | Path, *, overwrite: bool = False) -> FrozenStore:
-        """Write an immutable snapshot (VACUUM INTO + manifest with its sha256) and open it."""
+    def freeze(self, path: str | Path, *, overwrite: bool = False, ann: bool | None = None) -> FrozenStore:
+        """Write an immutable snapshot (VACUUM INTO + manifest with its sha256) and open it.
+        `ann`: also build an ANN index for retrieval (None = from `ann.ANN_MIN_RECORDS` records
+        on, when faiss-cpu is installed; True = always; False = never)."""
         from cm_gym.memory.snapshot import freeze_store
 
-        return freeze_store(self, self._conn, Path(path), overwrite=overwrite)
+        return freeze_store(self, self._conn, Path(path), overwrite=overwrite, ann=ann)
 
     def close(self) -> None:
         """Close the connection and release the writer lock (idempotent)."""
