@@ -1,6 +1,7 @@
 """Retrieval at scale: the ANN path (faiss, ``cm-gym[ann]``) against today's exact scan, same run.
 
 Run:  python bench/bench_ann.py [--sizes 100000,1000000,5000000] [--tasks 150] [--exact-calls 40]
+      [--threads N]
 
 Store (per size n): `cm_gym.memory.synthetic.SituationCorpus` situations — templates of the
 domains' distilled records with Zipf-skewed identifiers, tables, numbers and wording, embedded
@@ -17,7 +18,8 @@ SAT / SMT 0–31 %) plus a selective tail. "no filter" is the condition ablation
 
 Each task retrieves twice (two drafts: two decisions of an episode); the first call is cold (its
 conditions are evaluated and its eligibility bitmap is built). Latency is `Retriever.retrieve(task,
-query=q)` with k = 4 (the query embedding is computed once, as the env does). Recall@4 is against
+query=q)` with k = 4 (the query embedding is computed once, as the env does); "cpu med" is the
+calling thread's CPU time, the call's cost without waiting for a busy machine's cores. Recall@4 is against
 brute force over the same eligible set, computed in one batched pass: a returned record counts
 when its rank score reaches the 4th best (an equal score is an equally correct answer); the strict
 id overlap is printed too. The baseline is today's exact path on the same store in the same run
@@ -172,18 +174,20 @@ def brute_force(
 
 def run(
     ret: Retriever, tasks: list[Task], queries: np.ndarray, calls: int
-) -> tuple[np.ndarray, np.ndarray, list[list[Any]]]:
-    """Latencies of the first `calls` calls (cold = first call of a task) and their results."""
-    lat, cold, got = [], [], []
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[list[Any]]]:
+    """Wall latencies, CPU times of this thread, cold latencies (first call of a task) and the
+    results of the first `calls` calls."""
+    lat, cpu, cold, got = [], [], [], []
     for c in range(calls):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         res = ret.retrieve(tasks[c // 2], query=queries[c])
         dt = time.perf_counter() - t0
+        cpu.append(time.thread_time() - c0)
         lat.append(dt)
         if c % 2 == 0:
             cold.append(dt)
         got.append(res)
-    return np.asarray(lat) * 1e3, np.asarray(cold) * 1e3, got
+    return np.asarray(lat) * 1e3, np.asarray(cpu) * 1e3, np.asarray(cold) * 1e3, got
 
 
 def recall(got: list[list[Any]], kth: np.ndarray, exact_ids: list[set[int]]) -> tuple[float, float]:
@@ -224,7 +228,7 @@ def bench_size(n: int, n_tasks: int, exact_calls: int) -> None:
     )
     tasks, queries, facets = make_calls(src, n_tasks)
     print(f"{'setting':>10} {'path':>6} {'calls':>6} {'median ms':>10} {'p99 ms':>8} {'cold med':>9} "
-          f"{'recall@4':>9} {'strict':>7} {'eligible %':>11}")  # fmt: skip
+          f"{'cpu med':>8} {'recall@4':>9} {'strict':>7} {'eligible %':>11}")  # fmt: skip
     for use_conditions, name in ((True, "mix"), (False, "no filter")):
         kth, exact_ids = brute_force(src, tasks, queries, facets, use_conditions)
         elig = (SHARES[facets] if use_conditions else np.ones(n_tasks)) * 100
@@ -236,11 +240,11 @@ def bench_size(n: int, n_tasks: int, exact_calls: int) -> None:
             _ = ret.index
             setup_s = time.perf_counter() - t0
             calls = len(queries) if path == "ann" else min(len(queries), 2 * (exact_calls // 2))
-            lat, cold, got = run(ret, tasks, queries, calls)
+            lat, cpu, cold, got = run(ret, tasks, queries, calls)
             r_tie, r_strict = recall(got, kth[:calls], exact_ids[:calls])
             print(
                 f"{name:>10} {path:>6} {calls:>6} {np.median(lat):>10.2f} {np.percentile(lat, 99):>8.2f} "
-                f"{np.median(cold):>9.2f} {r_tie:>9.3f} {r_strict:>7.3f} "
+                f"{np.median(cold):>9.2f} {np.median(cpu):>8.2f} {r_tie:>9.3f} {r_strict:>7.3f} "
                 f"{elig[: calls // 2].min():>4.1f}-{elig[: calls // 2].max():<5.1f}  (index setup {setup_s:.1f} s)",
                 flush=True,
             )
@@ -254,7 +258,12 @@ def main() -> None:
     ap.add_argument("--sizes", default="100000,1000000,5000000")
     ap.add_argument("--tasks", type=int, default=150, help="query tasks (two calls each)")
     ap.add_argument("--exact-calls", type=int, default=40, help="calls of the exact baseline per setting")
+    ap.add_argument("--threads", type=int, default=None, help="BLAS threads (default: library default)")
     args = ap.parse_args()
+    if args.threads:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.threads)
     ann_mod.require()
     import faiss
 

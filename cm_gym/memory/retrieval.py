@@ -220,6 +220,8 @@ class Retriever:
                 "the store's ANN index was built for other records or u values; retrieval scans exactly"
             )
             return None
+        if idx.source_lookup:
+            idx.source_rows(0)  # group rows by source task now, not in the first query
         return found
 
     def query_embedding(self, task: Task, state_text: str, draft: str | None = None) -> np.ndarray:

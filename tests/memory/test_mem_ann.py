@@ -184,6 +184,15 @@ def test_an_index_built_for_other_records_is_refused(
     assert _ids(ret.retrieve(t, t.prompt)) == _ids(Retriever(other, None).retrieve(t, t.prompt))
 
 
+def test_the_index_survives_pickling(source: Source) -> None:
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(source.ann_index))
+    assert copy.digest == source.ann_index.digest and copy.n == source.ann_index.n
+    q = source.embeddings[7]
+    assert np.array_equal(copy.search(q, 0.2, 16), source.ann_index.search(q, 0.2, 16))
+
+
 def test_index_rows_follow_the_record_index_order(source: Source) -> None:
     idx = RecordIndex.build(source, lambda text: parse_condition(text))
     assert np.array_equal(idx.rows, index_order(source_columns(source)))
