@@ -5,28 +5,29 @@ platform covers CPython 3.10–3.13 (Linux x86-64/aarch64, macOS arm64, Windows;
 only dependency), Meta maintains it with regular releases, it searches with a filter natively (an
 `IDSelectorBitmap` in the search parameters: only eligible rows are ever returned), and it has
 compressed codes and IVF indexes that build in minutes, not hours, at millions of records on two
-cores. Rejected: hnswlib (no wheels, a compiler at install time; last release 2023; its filter is
-a Python callback per visited node), usearch (no filtered search from Python), annoy (no filter),
-and HNSW inside faiss (building it at 100k records took ~40x longer than IVF here; see
-``bench/bench_ann.py``).
+cores. Rejected: hnswlib (sdist only, so a compiler at install time; last release 2023; its filter
+is a Python callback per visited node), usearch (2.26: no filtered search from Python), annoy (no
+filter; last release 2023), and faiss's own HNSW (216 s to build at 100k records on this 2-core
+machine against 10–22 s for the IVF index below, and recall@4 0.94 needed efSearch 128: measured
+while choosing, not in the bench).
 
 The index is IVF (k-means coarse quantiser, ~sqrt(n) lists) with 4-bit product-quantised codes
 scanned by faiss's SIMD "fast scan" kernels (2 dimensions per sub-quantiser, ~130 bytes per
 record; 8-bit scalar codes scan ~50x slower in these wheels, and 4 dimensions per sub-quantiser
 lost ~2 % recall@4 on near-tied neighbours: both measured). The vectors are *augmented*:
-``x = [e, u, sqrt(1 - u²), 0…] / sqrt(2)`` (unit norm, zero-padded to a multiple of 8). A query ``y = [q, λ, 0…]`` gives ``y·x = (cos(q, e) + λ·u) / sqrt(2)``: the index ranks by the
-retrieval rank r itself, for any λ, so a record lifted above closer ones by its reuse utility u is
-found too. The caller takes `CANDIDATES` candidates and re-ranks them exactly from the store's own
-embeddings (`cm_gym.memory.retrieval`). Rows are the
-`RecordIndex` rows (sorted by domain and condition); `layout_digest` names the records and u values
-in that order, so an index never answers for a store it was not built from.
+``x = [e, u, sqrt(1 - u²), 0…] / sqrt(2)`` (unit norm, zero-padded to a multiple of 8). A query
+``y = [q, λ, 0…]`` gives ``y·x = (cos(q, e) + λ·u) / sqrt(2)``: the index ranks by the retrieval
+rank r itself, for any λ, so a record lifted above closer ones by its reuse utility u is found too.
+The caller takes `CANDIDATES` candidates and re-ranks them exactly from the store's own embeddings
+(`cm_gym.memory.retrieval`). Rows are the `RecordIndex` rows (sorted by domain and condition);
+`layout_digest` names the records and u values in that order, so an index never answers for a
+store it was not built from.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -252,13 +253,8 @@ class AnnIndex:
 
     # -- files ------------------------------------------------------------------------------------
     def save(self, path: Path) -> None:
-        """Write the faiss index to `path` (the caller renames it into place)."""
+        """Write the faiss index to `path` (the caller syncs and renames it into place)."""
         require().write_index(self.index, str(path))
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
     @classmethod
     def load(cls, path: Path, entry: dict[str, Any]) -> AnnIndex:
@@ -266,7 +262,7 @@ class AnnIndex:
         faiss = require()
         try:
             index = faiss.read_index(str(path))
-        except RuntimeError as exc:
+        except (RuntimeError, MemoryError) as exc:
             raise StoreError(f"{path} is not a readable faiss index: {str(exc).splitlines()[0]}") from None
         dim = int(entry["dim"])
         if index.ntotal != int(entry["records"]) or index.d != width_for(dim):

@@ -258,12 +258,9 @@ class Retriever:
             return self._matched_spans(idx, task, q, lo)
         if self.mode == "matched" and self._ann is not None and hi - lo > self.exact_max_rows:
             spans = idx.eligible_spans(task, task.domain) if self.use_conditions else [(lo, hi)]
-            if not spans:
-                return []
-            if sum(e - s for s, e in spans) > self.exact_max_rows:
-                got = self._ann_retrieve(idx, task, q, lo, spans)
-                if got is not None:
-                    return got
+            got = self._ann_retrieve(idx, task, q, lo, spans)
+            if got is not None:
+                return got
         eligible = self._other_task_mask(idx, task, lo, hi)
         if self.mode == "matched":
             if self.use_conditions:
@@ -301,10 +298,9 @@ class Retriever:
         spans = idx.eligible_spans(task, task.domain)
         if not spans:
             return []
-        if self._ann is not None and sum(e - s for s, e in spans) > self.exact_max_rows:
-            got = self._ann_retrieve(idx, task, q, lo, spans)
-            if got is not None:
-                return got
+        got = self._ann_retrieve(idx, task, q, lo, spans)
+        if got is not None:
+            return got
         pos = np.concatenate([np.arange(s, e) for s, e in spans])
         cos = np.concatenate([_matvec(idx.embeddings, s, e, q) for s, e in spans])
         code = idx.source_lookup.get(task.task_id, -1)
@@ -320,9 +316,12 @@ class Retriever:
         self, idx: RecordIndex, task: Task, q: np.ndarray, lo: int, spans: list[tuple[int, int]]
     ) -> list[Retrieved] | None:
         """Filtered ANN search over the eligible rows (`spans` minus this task's own rows), then
-        exact re-ranking of the candidates; None when it found fewer than k (scan exactly)."""
+        exact re-ranking of the candidates. None (: scan exactly) without an index, when at most
+        `exact_max_rows` rows are eligible, or when the search found fewer than k."""
         ann = self._ann
-        assert ann is not None
+        eligible = sum(e - s for s, e in spans)
+        if ann is None or eligible <= self.exact_max_rows:
+            return None
         key = (task.task_id, self.use_conditions)
         bits = self._bitmaps.get(key)
         code = idx.source_lookup.get(task.task_id, -1)
@@ -336,7 +335,6 @@ class Retriever:
                 self._bitmaps.popitem(last=False)
         elif bits is not None:
             self._bitmaps.move_to_end(key)
-        eligible = sum(e - s for s, e in spans)
         want = max(ann_mod.CANDIDATES, 4 * self.k)
         cand = ann.search(q, self.lambda_reuse, want, None if everything else bits, eligible / ann.n)
         if bits is not None and cand.size:  # never trust a filter blindly: drop any row outside it

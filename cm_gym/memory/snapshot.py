@@ -98,6 +98,7 @@ def _freeze_ann(tmp: Path, final: Path, records: int, ann: bool | None) -> tuple
         return None, side
     index = ann_mod.build_for_source(FrozenStore.open(tmp, verify=False))
     index.save(side)
+    _fsync(side)
     entry = {
         "file": ann_path(final).name,
         "sha256": file_sha256(side),
