@@ -25,6 +25,8 @@ from cm_gym.types import CmGymError, Split, SplitOverlapError, Task
 logger = logging.getLogger(__name__)
 
 POLICIES = ("none", "top1", "random", "cf_memory", "oracle")
+#: selector learners: SB3 (built in) or RLlib (the optional ``ray`` extra)
+ALGOS = ("masked-dqn", "rllib-ppo", "rllib-dqn")
 POLICY_LABELS = {
     "none": "None (always skip)",
     "top1": "Top-1 (always use)",
@@ -86,6 +88,10 @@ class ProtocolConfig:
     #: your policies, name -> policy or factory(env, seed) (`cm_gym.evaluation`); their names
     #: must also be in `policies` to be evaluated.
     custom_policies: dict[str, Any] = field(default_factory=dict)
+    #: the selector's learner: SB3's masked DQN, or RLlib PPO / DQN (`cm_gym.ray_backend.rllib`)
+    algo: str = "masked-dqn"
+    env_runners: int = 1  # RLlib env-runner processes collecting decisions
+    ray_address: str | None = None  # RLlib on an existing Ray cluster (None: a local instance)
 
     def validate(self) -> None:
         """Refuse unusable values with one `ProtocolError` line before any work starts."""
@@ -107,6 +113,14 @@ class ProtocolConfig:
         unknown = [p for p in self.policies if p not in POLICIES and p not in self.custom_policies]
         if unknown:
             raise ProtocolError(f"unknown policy {unknown[0]!r}; built-in: {', '.join(POLICIES)}")
+        if self.algo not in ALGOS:
+            raise ProtocolError(f"algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
+        if (
+            isinstance(self.env_runners, bool)
+            or not isinstance(self.env_runners, int)
+            or self.env_runners < 0
+        ):
+            raise ProtocolError(f"env_runners must be an integer >= 0, got {self.env_runners!r}")
         if self.on_masked not in ("warn", "error"):
             raise ProtocolError(f"on_masked must be 'warn' or 'error', got {self.on_masked!r}")
         from cm_gym.features import OBS_LAYOUTS
@@ -284,6 +298,10 @@ def train_selector(
     best − runner-up, so a reader can see whether the choice was noise."""
     import torch
 
+    if cfg.algo != "masked-dqn":  # RLlib: same protocol, checkpoint selection and record
+        from cm_gym.ray_backend.rllib import train_rllib
+
+        return train_rllib(cfg, snapshot, prepared, seed, llm)
     from cm_gym.agents.masked_dqn import MaskedDQN
     from cm_gym.training import CheckpointSelector
 
@@ -369,6 +387,10 @@ def make_policy(name: str, env: Any, seed: int, checkpoint: str | None = None) -
 
         if checkpoint is None:
             raise ProtocolError("cf_memory needs a trained checkpoint")
+        if Path(checkpoint).is_dir():  # an RLlib module checkpoint (`cm-gym train --algo rllib-*`)
+            from cm_gym.ray_backend.rllib import load_rllib_policy
+
+            return load_rllib_policy(checkpoint)
         space = getattr(env, "observation_space", None)  # refuses a checkpoint of another layout
         return MaskedDQN.load(checkpoint, env=None, device="cpu", observation_space=space)
     raise ProtocolError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
@@ -577,11 +599,16 @@ def evaluate_all(cfg: ProtocolConfig, checkpoints: Checkpoints, *, write: bool =
         from cm_gym.features import obs_dim
 
         for layout, paths in (checkpoints_by_layout(checkpoints) or {"paper": {}}).items():
-            missing = [s for s in cfg.seeds if s not in paths or not Path(paths[s]).is_file()]
+            missing = [s for s in cfg.seeds if s not in paths or not Path(paths[s]).exists()]
             if missing:
                 raise ProtocolError(f"no {layout!r}-layout selector checkpoint for seed(s) {missing}")
             for path in paths.values():  # raises on another observation layout
-                MaskedDQN.load(path, env=None, device="cpu", expected_obs_dim=obs_dim(layout))
+                if Path(path).is_dir():  # an RLlib module checkpoint
+                    from cm_gym.ray_backend.rllib import load_rllib_policy
+
+                    load_rllib_policy(path)
+                else:
+                    MaskedDQN.load(path, env=None, device="cpu", expected_obs_dim=obs_dim(layout))
     llm = make_protocol_llm(cfg, prepared)
     policies = evaluate_policies(cfg, snapshot, prepared, checkpoints, llm)
     results = {

@@ -135,6 +135,9 @@ OPTIONS: dict[str, Opt] = {
     "out": Opt("where to write the fitted rates (default <out-dir>/revision_rates.json)", Path, metavar="FILE"),
     "n_tasks": Opt("use only the first N training tasks", pos_int, metavar="N"),
     "rescued_broken": Opt("also count rescued / broken tasks of top-1 against skip on T_eval"),
+    "algo": Opt("selector learner: masked-dqn (SB3), rllib-ppo or rllib-dqn (RLlib; pip install 'cm-gym[ray]')", choices=_choices("cm_gym.protocol", "ALGOS")),
+    "env_runners": Opt("RLlib env-runner processes collecting decisions (--algo rllib-*)", nonneg_int, metavar="N"),
+    "ray_address": Opt("RLlib on an existing Ray cluster (auto, HOST:6379, ray://HOST:10001); default a local instance", metavar="ADDRESS"),
 }  # fmt: skip
 
 

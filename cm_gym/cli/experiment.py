@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from cm_gym.experiments import STUDIES, ExperimentConfig, run_experiments
+from cm_gym.experiments.runner import BACKENDS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +49,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="results directory (default runs/experiments, quick: runs/experiments-quick)",
     )
     p.add_argument(
-        "--workers", type=int, default=1, help="local worker processes for independent units (default 1)"
+        "--workers",
+        type=int,
+        default=1,
+        help="local worker processes for independent units (default 1); with --backend ray the CPUs of the local Ray instance (default: all)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="local",
+        help="local (this machine: --workers processes) or ray (Ray tasks: a local instance of "
+        "--workers CPUs, or the cluster at --address; pip install 'cm-gym[ray]')",
+    )
+    p.add_argument(
+        "--address",
+        help="join an existing Ray cluster (auto, HOST:6379 or ray://HOST:10001) instead of starting one",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -59,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise ExperimentError("--workers must be at least 1")
+    if args.address and args.backend != "ray":
+        raise ExperimentError("--address joins a Ray cluster: add --backend ray")
     if args.seeds is not None and any(s < 0 for s in args.seeds):
         raise ExperimentError("--seeds must be non-negative integers")
     cfg = ExperimentConfig.make(
@@ -72,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         llm_cache_mode=args.llm_cache_mode,
         results_dir=args.results or Path("runs/experiments-quick" if args.quick else "runs/experiments"),
         workers=args.workers,
+        backend=args.backend,
+        address=args.address,
         progress=not args.no_progress,
     )
     started = time.perf_counter()

@@ -47,7 +47,9 @@ def run_experiments(
     unknown = [n for n in wanted if n not in STUDIES]
     if unknown:
         raise ExperimentError(f"unknown experiment(s) {unknown}; choose from: all, {', '.join(STUDIES)}")
-    runner = Runner(cfg.results_dir, backend or make_backend(cfg.workers), progress=cfg.progress)
+    runner = Runner(
+        cfg.results_dir, backend or make_backend(cfg.workers, cfg.backend, cfg.address), progress=cfg.progress
+    )
     out: dict[str, tuple[Report, Path]] = {}
     try:
         for name in wanted:

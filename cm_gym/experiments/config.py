@@ -78,6 +78,9 @@ class ExperimentConfig:
     sizes: Sizes = FULL
     results_dir: Path = Path("runs/experiments")
     workers: int = 1
+    #: "local" (this machine) or "ray" (a local Ray instance, or the cluster at `address`)
+    backend: str = "local"
+    address: str | None = None
     bootstrap: int = 2000
     progress: bool = True
     extra: dict[str, Any] = field(default_factory=dict)

@@ -13,9 +13,9 @@ half-written unit that looks finished, and two runners sharing a results directo
 each other (the second finisher discards its copy). Paths inside results are relative to the unit
 folder (`UnitResult.path`), so a results directory can be moved.
 
-Backends (`Backend`): `SerialBackend` (in this process) and `ProcessPoolBackend` (a local process
-pool, spawn context). A later backend (Ray) implements the same two methods; `execute_unit` is the
-one function a worker runs.
+Backends (`Backend`): `SerialBackend` (in this process), `ProcessPoolBackend` (a local process
+pool, spawn context) and `cm_gym.ray_backend.experiments.RayBackend` (Ray tasks on a local instance
+or a cluster) implement the same two methods; `execute_unit` is the one function a worker runs.
 """
 
 from __future__ import annotations
@@ -195,6 +195,49 @@ def execute_unit(unit: Unit, inputs: Mapping[str, UnitResult], results_dir: str)
     return result
 
 
+#: keys of a unit's ``result.json`` that hold wall-clock times (they differ between any two runs)
+TIMING_KEYS = frozenset({"seconds", "train_seconds", "timings"})
+#: artefacts that describe another artefact with run-specific metadata (a snapshot's manifest:
+#: its path and write time; the snapshot's bytes are compared themselves)
+DERIVED_SUFFIXES = (".manifest.json", ".lock")
+#: members of an SB3 zip that hold run metadata (start time, episode wall times, object
+#: addresses, library versions), not what was learned; the weights and optimizer state are compared
+VOLATILE_MEMBERS = frozenset({"data", "system_info.txt", "_stable_baselines3_version"})
+
+
+def _without_timings(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _without_timings(v) for k, v in obj.items() if k not in TIMING_KEYS}
+    if isinstance(obj, list):
+        return [_without_timings(v) for v in obj]
+    return obj
+
+
+def result_fingerprint(result: UnitResult) -> str:
+    """sha256 of what a unit computed: its result data less wall-clock times, and the bytes of
+    every artefact in its folder (a zip archive by its members' contents, since zip headers carry
+    write times; SB3's metadata members and snapshot manifests are left out, see
+    `VOLATILE_MEMBERS`, `DERIVED_SUFFIXES`). Two backends that computed the same thing give the same
+    fingerprint (stores need ``SOURCE_DATE_EPOCH``: a store records its creation time)."""
+    import zipfile
+
+    h = hashlib.sha256(canonical(_without_timings(dict(result.data))).encode())
+    artefacts = sorted(
+        p
+        for p in result.directory.rglob("*")
+        if p.is_file() and p.name != "result.json" and not p.name.endswith(DERIVED_SUFFIXES)
+    )
+    for path in artefacts:
+        h.update(path.relative_to(result.directory).as_posix().encode() + b"\0")
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                for name in sorted(set(archive.namelist()) - VOLATILE_MEMBERS):
+                    h.update(name.encode() + b"\0" + hashlib.sha256(archive.read(name)).digest())
+        else:
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
 class Backend:
     """Executes units: `submit(unit, inputs, results_dir)` returns a Future of `UnitResult`."""
 
@@ -233,8 +276,23 @@ class ProcessPoolBackend(Backend):
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def make_backend(workers: int = 1) -> Backend:
-    """`SerialBackend` for one worker, else a `ProcessPoolBackend`."""
+#: ``--backend`` choices: this machine (serial or a process pool) or Ray (a local instance or a
+#: cluster at ``address``; `cm_gym.ray_backend.experiments`, the optional ``ray`` extra)
+BACKENDS = ("local", "ray")
+
+
+def make_backend(workers: int = 1, kind: str = "local", address: str | None = None) -> Backend:
+    """``local``: `SerialBackend` for one worker, else a `ProcessPoolBackend`. ``ray``: a
+    `RayBackend` on the cluster at `address`, or on a local instance of `workers` CPUs (None or
+    1 = all of this machine's)."""
+    if kind == "ray":
+        from cm_gym.ray_backend.experiments import RayBackend
+
+        return RayBackend(address, workers if workers > 1 else None)
+    if kind != "local":
+        raise ExperimentError(f"unknown backend {kind!r}; choose from {', '.join(BACKENDS)}")
+    if address:
+        raise ExperimentError("--address needs --backend ray")
     return SerialBackend() if workers <= 1 else ProcessPoolBackend(workers)
 
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +32,15 @@ STORE_KIND = "store_kind"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: The schema version of snapshots written before `STORE_KIND` existed.
 LEGACY_SNAPSHOT_VERSION = 2
+
+
+def creation_time() -> str:
+    """UTC creation time for a store's metadata; ``SOURCE_DATE_EPOCH`` (the reproducible-builds
+    convention) pins it, so two builds of the same records are byte-identical files."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    seconds = float(epoch) if epoch.isdigit() else None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
 
 #: Columns of `records`, in the order rows are read and written.
 RECORD_COLUMNS = (

@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import sqlite3
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from cm_gym.memory.schema import (
     SCHEMA_VERSION,
     STORE_KIND,
     connect_ro,
+    creation_time,
     db_error,
     manifest_path,
     read_version,
@@ -156,7 +156,7 @@ def freeze_store(
             "capacity": store.capacity,
             "schema_version": SCHEMA_VERSION,
             "processed_tasks": len(store.processed_task_ids),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "created": creation_time(),
             "source": str(store.path.resolve()),
         }
         entry, side = _freeze_ann(tmp, path, len(store), ann)

@@ -17,7 +17,6 @@ import contextlib
 import json
 import logging
 import sqlite3
-import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +31,7 @@ from cm_gym.memory.schema import (
     RECORD_COLUMNS,
     STORE_KIND,
     connect_rw,
+    creation_time,
     integrity_ok,
     migrate,
     snapshot_reason,
@@ -116,7 +116,7 @@ class RecordStore(StoreView):
             "capacity": str(int(capacity if capacity is not None else DEFAULT_CAPACITY)),
             "embedder_id": emb.embedder_id,
             "dim": str(emb.dim),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "created": creation_time(),
             STORE_KIND: "live",
         }
         self._conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
