@@ -301,7 +301,7 @@ def train_selector(
     if cfg.algo != "masked-dqn":  # RLlib: same protocol, checkpoint selection and record
         from cm_gym.ray_backend.rllib import train_rllib
 
-        return train_rllib(cfg, snapshot, prepared, seed, llm)
+        return train_rllib(cfg, snapshot, prepared, seed, llm, layout)
     from cm_gym.agents.masked_dqn import MaskedDQN
     from cm_gym.training import CheckpointSelector
 

@@ -94,7 +94,11 @@ def mean_return(episodes: Sequence[dict[str, Any]]) -> float:
 
 class CheckpointSelector(BaseCallback):
     """Every `every` decisions: score the greedy policy on the validation tasks, save it, and keep
-    the best (highest mean validation return) as ``best.zip`` in `out_dir`."""
+    the best (highest mean validation return) as ``best.zip`` in `out_dir`. Any learner whose
+    ``model`` has ``predict``, ``save`` and ``logger`` can drive it through `evaluate_checkpoint`
+    (the RLlib path does, with folders: `checkpoint_suffix` "")."""
+
+    checkpoint_suffix = ".zip"
 
     def __init__(
         self, val_env: gym.Env, val_task_ids: Sequence[str], out_dir: Path, every: int = 250
@@ -114,7 +118,7 @@ class CheckpointSelector(BaseCallback):
 
     @property
     def best_path(self) -> Path:
-        return self.out_dir / "best.zip"
+        return self.out_dir / f"best{self.checkpoint_suffix}"
 
     def _on_step(self) -> bool:
         for info, reward, done in zip(
@@ -184,7 +188,7 @@ class CheckpointSelector(BaseCallback):
         self.logger.record("charts/validation_solved", solved)
         self.logger.dump(self.num_timesteps)  # every validation point reaches TensorBoard, the last too
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.model.save(self.out_dir / f"ckpt_{self.num_timesteps}.zip")
+        self.model.save(self.out_dir / f"ckpt_{self.num_timesteps}{self.checkpoint_suffix}")
         if value > self.best_return:
             self.best_return, self.best_step = value, self.num_timesteps
             self.model.save(self.best_path)

@@ -390,12 +390,14 @@ def build_memory(
     checkpoint_dir: str | Path | None = None,
     alternatives_parser: AlternativesParser | None = None,
     distil_parser: DistilParser | None = None,
+    before_task: Callable[[Task], None] | None = None,
 ) -> BuildSummary:
     """Build (or resume building) verified memory from `tasks` into `store`.
 
     `checkpoints` are counts of processed source tasks (cumulative over resumes) after which the
     store is frozen to ``checkpoint_dir/checkpoint-NNNN.sqlite`` (0 = the empty store before the
-    first task). Parsers default to `cm_gym.llm.prompts`'s.
+    first task). Parsers default to `cm_gym.llm.prompts`'s. `before_task(task)` is called before
+    each task that is processed (`cm_gym.memory.parallel` waits there for the task's speculation).
     """
     cfg = config or ConstructionConfig()
     if store.read_only:
@@ -421,6 +423,8 @@ def build_memory(
         if task.task_id in store.processed_task_ids:
             summary.skipped += 1
         else:
+            if before_task is not None:
+                before_task(task)
             builder.run_task(task)
             done_count += 1
             if ckpt_dir is not None and done_count in wanted:

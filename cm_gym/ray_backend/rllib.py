@@ -1,11 +1,11 @@
 """Selector training on RLlib: ``cm-gym train --algo rllib-ppo|rllib-dqn`` (and `train_rllib`).
 
 The same protocol as the SB3 path (`cm_gym.protocol.train_selector`): the env is the selection env
-on T_train \\ validation over the frozen snapshot, every `checkpoint_every` decisions the greedy
-policy is scored on the validation tasks by the same `run_episodes`, each checkpoint is saved and
-the one with the best mean validation return is kept; the training record has the same keys
-(``best_checkpoint``, ``best_step``, ``best_validation_return``, ``history``, ``train_seconds``)
-plus ``algo``, so ``cm-gym evaluate`` reads it like an SB3 one.
+on T_train over the frozen snapshot (in the chosen observation layout), every `checkpoint_every`
+decisions the same `CheckpointSelector` scores the greedy policy on the validation subset, saves
+the checkpoint and keeps the one with the best mean validation return; the training record has the
+same keys (``best_checkpoint``, ``best_step``, ``selection``, ``history``, …) plus ``algo``, so
+``cm-gym evaluate`` reads it like an SB3 one.
 
 * Masking: envs are wrapped in `ActionMaskObservation` (``Dict(observations, action_mask)``,
   RLlib's convention) and the RLModule applies the mask (`rllib_modules`).
@@ -210,20 +210,45 @@ def load_rllib_policy(checkpoint: str | Path) -> RLlibPolicy:
 
 
 # -- training ---------------------------------------------------------------------------------------
-def train_rllib(cfg: Any, snapshot: Any, prepared: Any, seed: int, llm: Any = None) -> dict[str, Any]:
-    """Train one selector seed with ``cfg.algo`` on RLlib (`cm_gym.protocol.train_selector`'s
-    contract and record, plus ``algo``)."""
+class _ModuleModel:
+    """What `CheckpointSelector` needs of a model, for an RLlib module: greedy masked ``predict``,
+    ``save`` to a module folder, and a silent SB3 logger (RLlib reports its own metrics)."""
+
+    def __init__(self) -> None:
+        from stable_baselines3.common.logger import Logger
+
+        self.module: Any = None
+        self.logger = Logger(folder=None, output_formats=[])
+
+    def predict(self, observation: np.ndarray, **kwargs: Any) -> tuple[np.ndarray, None]:
+        return RLlibPolicy(self.module).predict(observation, **kwargs)
+
+    def save(self, path: str | Path) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+        self.module.save_to_path(str(Path(path).resolve()))
+
+
+def train_rllib(
+    cfg: Any, snapshot: Any, prepared: Any, seed: int, llm: Any = None, layout: str = "paper"
+) -> dict[str, Any]:
+    """Train one selector seed with ``cfg.algo`` on RLlib on `layout` observations
+    (`cm_gym.protocol.train_selector`'s contract, checkpoint selection and record, plus ``algo``
+    and ``env_runners``): one training iteration samples `checkpoint_every` decisions, after each
+    `CheckpointSelector` scores the greedy module on the validation tasks and keeps the best."""
     from cm_gym.protocol import make_env
-    from cm_gym.training import run_episodes
+    from cm_gym.training import CheckpointSelector
+
+    class _Selector(CheckpointSelector):
+        checkpoint_suffix = ""  # RLlib module checkpoints are folders
 
     connect(cfg.ray_address, num_cpus=max(2, cfg.env_runners + 1))
     val = list(prepared.split.validation)
-    train_ids = [t for t in prepared.split.train if t not in set(val)] or list(prepared.split.train)
     env_config: dict[str, Any] = {
         **{k: (str(v) if isinstance(v, Path) else v) for k, v in cfg.env_config().items()},
         "store": str(Path(snapshot.path).resolve()),
-        "tasks": train_ids,
+        "tasks": list(prepared.split.train),
         "task_order": "random",
+        "obs_layout": layout,
         "store_files": _ship(Path(snapshot.path), sidecars=True),
         "cache_files": _ship(Path(cfg.llm_cache)) if cfg.llm_cache else [],
     }
@@ -235,46 +260,38 @@ def train_rllib(cfg: Any, snapshot: Any, prepared: Any, seed: int, llm: Any = No
         total_decisions=cfg.total_decisions,
         checkpoint_every=cfg.checkpoint_every,
     ).build_algo()
-    seed_dir = Path(cfg.out_dir) / "selector" / f"seed{seed}"
-    seed_dir.mkdir(parents=True, exist_ok=True)
-    val_env = make_env(cfg, snapshot, val, llm)
-    history: list[dict[str, float]] = []
-    best_return, best_step, best_path = -np.inf, -1, seed_dir / "best"
+    run_name = f"seed{seed}" if layout == "paper" else f"{layout}-seed{seed}"
+    model = _ModuleModel()
+    selector = _Selector(
+        make_env(cfg, snapshot, val, llm, obs_layout=layout),
+        val,
+        Path(cfg.out_dir) / "selector" / run_name,
+        every=cfg.checkpoint_every,
+    )
+    selector.model = model
     started = time.perf_counter()
     try:
-        decisions = 0
-        while decisions < cfg.total_decisions:
+        while selector.num_timesteps < cfg.total_decisions:
             result = algo.train()
-            decisions = int(result.get("env_runners", {}).get("num_env_steps_sampled_lifetime", decisions))
-            module = algo.get_module()
-            episodes = run_episodes(val_env, RLlibPolicy(module), val)
-            value = float(np.mean([e["episode_return"] for e in episodes])) if episodes else 0.0
-            solved = float(np.mean([e["solved"] for e in episodes])) if episodes else 0.0
-            history.append({"step": float(decisions), "val_return": value, "val_solved": solved})
-            path = seed_dir / f"ckpt_{decisions}"
-            module.save_to_path(str(path.resolve()))
-            if value > best_return:
-                best_return, best_step = value, decisions
-                shutil.rmtree(best_path, ignore_errors=True)
-                shutil.copytree(path, best_path)
-            logger.info(
-                "%s checkpoint %d: validation return %.3f (best %.3f @ %d)",
-                cfg.algo,
-                decisions,
-                value,
-                best_return,
-                best_step,
-            )
+            sampled = result.get("env_runners", {}).get("num_env_steps_sampled_lifetime")
+            if not sampled or int(sampled) <= selector.num_timesteps:
+                raise RLlibTrainingError(f"{cfg.algo} sampled no decisions in a training iteration")
+            selector.num_timesteps = int(sampled)
+            model.module = algo.get_module()
+            selector.evaluate_checkpoint()
     finally:
         algo.stop()
-        val_env.close()
+        selector.val_env.close()
     return {
         "seed": seed,
+        "layout": layout,
         "algo": cfg.algo,
-        "best_checkpoint": str(best_path),
-        "best_step": best_step,
-        "best_validation_return": best_return,
-        "history": history,
-        "train_seconds": time.perf_counter() - started,
         "env_runners": cfg.env_runners,
+        "validation_tasks": len(val),
+        "selection": selector.selection_noise(),
+        "best_checkpoint": str(selector.best_path),
+        "best_step": selector.best_step,
+        "best_validation_return": selector.best_return,
+        "history": selector.history,
+        "train_seconds": time.perf_counter() - started,
     }

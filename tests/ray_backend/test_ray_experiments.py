@@ -86,12 +86,16 @@ def test_real_units_on_ray_match_the_serial_runner(ray_address: str, tmp_path: P
     # every LLM reply a worker produced is in the driver's cache file, shipped or shared
     from cm_gym.llm.cache import ResponseCache
 
-    with ResponseCache(tmp_path / "serial" / "llm.sqlite", "ro") as a, ResponseCache(
-        tmp_path / "ray" / "llm.sqlite", "ro"
-    ) as b:
+    with (
+        ResponseCache(tmp_path / "serial" / "llm.sqlite", "ro") as a,
+        ResponseCache(tmp_path / "ray" / "llm.sqlite", "ro") as b,
+    ):
         assert len(a) > 0 and {r[0] for r in a.rows()} == {r[0] for r in b.rows()}
-    token = shipping.results_token(tmp_path / "ray")
-    shutil.rmtree(shipping.scratch_root(token), ignore_errors=True)
+    scratch = shipping.scratch_root(shipping.results_token(tmp_path / "ray"))
+    # shipped: the store unit was unpacked on the node as an input, the units themselves went back
+    assert (scratch / "units" / "store").is_dir() == (ship == "ship")
+    assert not list((scratch / "units").glob("evaluate/*"))
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def test_shipped_folders_unpack_atomically_and_refuse_unsafe_members(tmp_path: Path) -> None:
