@@ -7,9 +7,11 @@ build summary; ``--freeze`` also writes a hash-verified read-only snapshot.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from cm_gym.cli._args import nonneg_int, pos_int
 
@@ -82,6 +84,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--checkpoint-dir", type=Path, default=None, help="where --checkpoints go (default <out>-checkpoints)"
     )
+    p.add_argument(
+        "--workers",
+        type=pos_int,
+        default=1,
+        help="speculation processes running tasks ahead of the one writer; the store is "
+        "byte-identical to a serial build's (default 1: serial)",
+    )
     p.add_argument("--freeze", type=Path, default=None, help="also freeze the store into this snapshot")
     p.add_argument("--json", type=Path, default=None, help="write the summary as JSON here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -115,7 +124,9 @@ def run(args: argparse.Namespace) -> int:
         verification_budget=args.verification_budget,
         seed=args.seed,
     )
-    llm = make_llm(
+    # a recipe, not an instance: speculation workers (--workers) build the same LLM from it
+    llm_recipe = functools.partial(
+        make_llm,
         args.llm,
         seed=args.seed,
         cache_path=args.llm_cache,
@@ -123,7 +134,9 @@ def run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         task_lookup=by_id.get,
     )
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "func"}
+    # what shaped the records (--workers did not: a parallel build is the serial build's file)
+    skip = ("func", "workers")
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in skip}
     with RecordStore(args.out, domain=domain.name, benchmark=spec.name, capacity=args.capacity) as store:
         already = len(store.processed_task_ids & set(ids))
         print(f"building {spec.name} memory into {args.out}: {len(ids)} tasks ({already} already processed)")
@@ -140,19 +153,23 @@ def run(args: argparse.Namespace) -> int:
                 bar.set_postfix(records=len(store), refresh=False)
                 bar.refresh()
 
-        summary = build_memory(
-            domain,
-            chosen,
-            store,
-            llm,
-            domain.make_evaluator(),
-            cfg,
-            agent_kind=args.agent,
-            max_decisions=args.max_decisions,
-            progress=progress,
-            checkpoints=args.checkpoints,
-            checkpoint_dir=args.checkpoint_dir or (args.out.parent / f"{args.out.stem}-checkpoints"),
-        )
+        common: dict[str, Any] = {
+            "agent_kind": args.agent,
+            "max_decisions": args.max_decisions,
+            "progress": progress,
+            "checkpoints": args.checkpoints,
+            "checkpoint_dir": args.checkpoint_dir or (args.out.parent / f"{args.out.stem}-checkpoints"),
+        }
+        if args.workers > 1:
+            from cm_gym.memory.parallel import build_memory_parallel
+
+            summary = build_memory_parallel(
+                domain, chosen, store, llm_recipe, None, cfg, workers=args.workers, **common
+            )
+        else:
+            summary = build_memory(
+                domain, chosen, store, llm_recipe(), domain.make_evaluator(), cfg, **common
+            )
         if bar is not None:
             bar.close()
         print(summary.format())

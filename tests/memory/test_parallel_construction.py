@@ -50,6 +50,7 @@ def test_parallel_build_is_byte_identical_to_the_serial_build(
             checkpoints=(10, 40), checkpoint_dir=tmp_path / "parallel-ckpt",
         )  # fmt: skip
     assert serial.admitted >= 3 and parallel.skipped == 5
+    assert not list(tmp_path.glob("*.sqlite-wal"))  # closed: every page is in the compared files
     assert (tmp_path / "serial.sqlite").read_bytes() == (tmp_path / "parallel.sqlite").read_bytes()
     for name in ("checkpoint-0010.sqlite", "checkpoint-0040.sqlite"):
         serial_ckpt = (tmp_path / "serial-ckpt" / name).read_bytes()
@@ -57,3 +58,19 @@ def test_parallel_build_is_byte_identical_to_the_serial_build(
     # the workers did the work: most calls were replayed, and only the 35 unbuilt tasks speculated
     assert stats.speculated == 35 and stats.speculation_errors == 0
     assert stats.hits > stats.misses
+
+
+@pytest.mark.slow
+def test_build_command_with_workers_writes_the_serial_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cm_gym.cli import main
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    out = tmp_path / "store.sqlite"  # the store records its build settings, --out included
+    argv = ["build", "--benchmark", "SQL", "--limit", "12", "--no-progress", "--out", str(out)]
+    assert main(argv) == 0
+    serial = out.read_bytes()
+    out.unlink()
+    assert main([*argv, "--workers", "2"]) == 0
+    assert out.read_bytes() == serial
