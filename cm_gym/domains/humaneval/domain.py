@@ -42,7 +42,7 @@ def _shape(task: Task, args: tuple[str, ...]) -> bool:
 
 
 def _calls(task: Task, args: tuple[str, ...]) -> bool:
-    return bool(args) and all(a in (_feat(task, "call_names") or []) for a in args)
+    return any(a in (_feat(task, "call_names") or []) for a in args)
 
 
 def _has_comparison(task: Task, args: tuple[str, ...]) -> bool:
@@ -64,6 +64,32 @@ PREDICATES: Mapping[str, PredicateFn] = {
     "he_uses_op": _uses_op,
     "he_names": _names,
 }
+
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_KEYWORDS = {
+    "and",
+    "or",
+    "not",
+    "in",
+    "is",
+    "if",
+    "else",
+    "for",
+    "return",
+    "range",
+    "len",
+    "True",
+    "False",
+    "None",
+}
+
+
+def _site_names(task: Task, text: str, limit: int = 2) -> list[str]:
+    """Identifiers of the edited expression that the shown program uses (the site's shape)."""
+    names = set(_feat(task, "names") or [])
+    found = [n for n in dict.fromkeys(_IDENT.findall(text)) if n in names and n not in _KEYWORDS]
+    return found[:limit]
 
 
 def _pred(kind: str, *args: str) -> str:
@@ -106,7 +132,11 @@ def distil_fix(task: Task, a_minus: str, a_plus: str) -> Distillation:
         parts += _wording(
             doc, *((STRICT_PHRASES, INCLUSIVE_PHRASES) if strict else (INCLUSIVE_PHRASES, STRICT_PHRASES))
         )
-        parts.append(_pred("he_has_comparison", old))
+        parts.append(_pred("he_has_comparison", old, new))
+        if not parts[:-1]:  # no boundary wording: the site's names say where the fix belongs
+            site = _site_names(task, _line_of(a_minus, m))
+            if site:
+                parts.append(_pred("he_names", *site))
     elif m.kind in ("plus_one", "minus_one"):
         line = _line_of(a_minus, m)
         parts.append(
@@ -115,13 +145,16 @@ def distil_fix(task: Task, a_minus: str, a_plus: str) -> Distillation:
             )
         )
         parts += _wording(doc, STRICT_PHRASES + INCLUSIVE_PHRASES, ())
+        site = _site_names(task, m.old)
+        if site:
+            parts.append(_pred("he_names", *site))
     elif m.kind == "swap_function" and {old, new} == {"min", "max"}:
         want, avoid = (_MAX_WORDS, _MIN_WORDS) if new == "max" else (_MIN_WORDS, _MAX_WORDS)
         parts += _wording(doc, want, avoid)
-        parts.append(_pred("he_calls", old))
+        parts.append(_pred("he_calls", old, new))
     elif m.kind == "swap_function":
         parts += _wording(doc, CUES["case"] + CUES["extreme"], ())
-        parts.append(_pred("he_calls", old))
+        parts.append(_pred("he_calls", old, new))
     elif m.kind == "toggle_reverse":
         descending = "True" in new
         parts += _wording(doc, _DESC_WORDS, ()) if descending else []
@@ -130,8 +163,12 @@ def distil_fix(task: Task, a_minus: str, a_plus: str) -> Distillation:
             parts.append(_pred("mentions_none", *absent))
         parts.append(_pred("he_shape", "sorts"))
     elif m.kind == "change_operator" and new in _OP_WORDS:
-        parts += _wording(doc, _OP_WORDS[new], _OP_WORDS.get(old, ()))
-        parts.append(_pred("he_uses_op", old))
+        cued = _wording(doc, _OP_WORDS[new], _OP_WORDS.get(old, ()))
+        parts += cued
+        parts.append(_pred("he_uses_op", old, new))
+        site = [] if cued else _site_names(task, _line_of(a_minus, m))
+        if site:
+            parts.append(_pred("he_names", *site))
     elif m.kind in ("change_variable", "swap_arguments"):
         names = [n for n in (old, new) if n.isidentifier()]
         parts.append(_pred("he_names", *names) if names else _pred("he_shape", "range_loop"))
