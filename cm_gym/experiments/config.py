@@ -18,6 +18,7 @@ PAPER_DOMAIN = {
     "sql": "Text-to-SQL",
     "sat": "SAT",
     "code": "Coding",
+    "humaneval": "Coding",
     "math": "Math",
     "coq": "Math",
     "lean": "Math",

@@ -18,6 +18,6 @@ register_benchmark(
     load_tasks=load_humaneval_tasks,
     description="HumanEval problems with injected HumanEvalFix-class bugs; tests judged outside the sandbox (real data)",
     split_by_env=True,
-    default_n_build=20,
+    default_n_build=16,
     data_layout=LAYOUT,
 )

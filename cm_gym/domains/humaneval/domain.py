@@ -169,13 +169,15 @@ def distil_fix(task: Task, a_minus: str, a_plus: str) -> Distillation:
         site = [] if cued else _site_names(task, _line_of(a_minus, m))
         if site:
             parts.append(_pred("he_names", *site))
-    elif m.kind in ("change_variable", "swap_arguments"):
-        names = [n for n in (old, new) if n.isidentifier()]
-        parts.append(_pred("he_names", *names) if names else _pred("he_shape", "range_loop"))
-    elif m.kind in ("change_value", "change_return"):
-        parts.append(_pred("he_shape", "accumulator" if m.kind == "change_value" else "bool_ops"))
-    else:
-        parts.append(_pred("he_shape", "bool_ops"))
+    elif m.kind == "change_variable":
+        parts.append(_pred("he_names", old, new))
+    else:  # no wording cue: the edited line's names (and comparison) place the fix
+        if m.kind == "flip_comparison":
+            parts.append(_pred("he_has_comparison", old, new))
+        if m.kind == "change_value":
+            parts.append(_pred("he_shape", "accumulator"))
+        site = _site_names(task, _line_of(a_minus, m), limit=3)
+        parts.append(_pred("he_names", *site) if site else _pred("he_shape", "bool_ops"))
     return Distillation(situation=situation, condition=" AND ".join(p for p in parts if p))
 
 

@@ -101,6 +101,8 @@ class Injector:
         for family, kind, start, end, new, line in entry["bugs"]:
             m = Mutation(kind, start, end, program[start:end], new, line)
             bugs.append(InjectedBug(family, m.apply(program), m.description))
+        if not bugs:
+            report.dropped.append((task_id, "no tried single-edit bug of any family fails its tests"))
         return suite, bugs
 
     def _vet(self, row: dict[str, Any], program: str, suite: TestSuite) -> dict[str, Any]:
