@@ -47,7 +47,8 @@ def test_memory_blow_up_stops_at_the_cap_outside_this_process(make_task: TaskFac
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     outcome = evaluator.check(AgentState(make_task("SELECT name FROM people")), Action(sql))
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-    assert outcome.status == "budget" and outcome.score == 0.0
+    # the memory cap stops it on an idle machine; on a loaded one the 2 s budget may come first
+    assert outcome.status in ("budget", "timeout") and outcome.score == 0.0
     assert grown_mb < 150
     evaluator.close()
 
