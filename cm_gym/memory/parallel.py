@@ -11,7 +11,8 @@ speculatively:
    whole serial algorithm against a private copy of the store as last committed, recording every
    LLM reply and every evaluator outcome, keyed by the full content of the call (template and
    fields; state and action).
-2. **Validate and replay.** Before task j, the writer waits for j's recording, then runs task j for
+2. **Validate and replay.** Before task j, the writer waits for j's recording — at most as long as
+   computing task j itself takes (its mean so far), else it goes on without — then runs task j for
    real. Each LLM call and check it makes is looked up by its content: a hit *is* the result the
    call returns (both are deterministic functions of that content: the simulated LLM is seeded by
    it, a real LLM replays through the response cache, evaluators check a fork), a miss — the
@@ -34,6 +35,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import hashlib
 import logging
+import math
 import multiprocessing
 import sqlite3
 import tempfile
@@ -76,6 +78,7 @@ class ParallelStats:
     misses: int = 0
     wait_seconds: float = 0.0
     speculation_errors: int = 0
+    late: int = 0  # tasks the writer computed itself rather than wait longer for their recording
 
     @property
     def hit_rate(self) -> float:
@@ -202,6 +205,42 @@ def store_bytes(path: Path) -> bytes:
 
 
 # -- writer side ---------------------------------------------------------------------------------
+def _stop(pool: cf.ProcessPoolExecutor, futures: Any) -> None:
+    """Stop the workers now: what they still compute (speculation of tasks already built, or
+    still starting up) is of no use, so waiting for it would only add to the build's time."""
+    for future in futures:
+        future.cancel()
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # our own workers
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=10)
+
+
+class _LiveClock:
+    """The writer's mean time for a task it computed without a recording: how long waiting for a
+    recording may take before computing the task here is the faster way (0 until measured: the
+    first tasks run while the workers start)."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+        self.total, self.count = 0.0, 0
+
+    def task_starts(self) -> None:
+        self.started = time.perf_counter()
+
+    def task_ends(self, had_recording: bool) -> None:
+        if self.started is not None and not had_recording:
+            self.total += time.perf_counter() - self.started
+            self.count += 1
+        self.started = None
+
+    def estimate(self) -> float:
+        return self.total / self.count if self.count else 0.0
+
+
 def build_memory_parallel(
     domain: Domain,
     tasks: Sequence[Task],
@@ -219,10 +258,14 @@ def build_memory_parallel(
     alternatives_parser: AlternativesParser | None = None,
     distil_parser: DistilParser | None = None,
     stats: ParallelStats | None = None,
+    patience: float | None = None,
 ) -> BuildSummary:
     """`build_memory` with `workers` speculation processes (module docstring); the store ends
     byte-identical to the serial build's. `make_evaluator` defaults to the domain's
-    `make_evaluator`. Pass a `ParallelStats` to read the hit counts."""
+    `make_evaluator`. Pass a `ParallelStats` to read the hit counts. `patience`: the most seconds
+    the writer waits for a task's recording before computing the task itself (None: its own mean
+    time for a task computed without one; ``math.inf``: always wait). Any value gives the same
+    store; it only trades waiting against recomputing."""
     cfg = config or ConstructionConfig()
     make_eval: Callable[[], Evaluator] = make_evaluator or domain.make_evaluator
     stats = stats if stats is not None else ParallelStats()
@@ -258,20 +301,27 @@ def build_memory_parallel(
             stats.speculated += 1
             submitted += 1
 
+    live = _LiveClock()
+
     def before_task(task: Task) -> None:
         i = index[task.task_id]
+        live.task_ends(bool(calls.memo))
         calls.memo.clear()
         future = pending.pop(i, None)
         submit_until(i + stats.workers)  # keep the workers busy with the next tasks
-        if future is None:
-            return
         started = time.perf_counter()
         try:
-            calls.memo.update(future.result())
+            if future is not None:  # wait at most as long as computing the task here takes
+                timeout = live.estimate() if patience is None else patience
+                calls.memo.update(future.result(timeout=None if math.isinf(timeout) else timeout))
+        except cf.TimeoutError:
+            stats.late += 1
+            future.cancel()
         except Exception as exc:  # noqa: BLE001 - a failed speculation only loses its head start
             stats.speculation_errors += 1
             logger.warning("speculation of %s failed (%s); the writer computes it", task.task_id, exc)
         stats.wait_seconds += time.perf_counter() - started
+        live.task_starts()
 
     try:
         submit_until(stats.workers - 1)
@@ -292,9 +342,7 @@ def build_memory_parallel(
             before_task=before_task,
         )
     finally:
-        for future in pending.values():
-            future.cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
+        _stop(pool, pending.values())
     stats.hits, stats.misses = calls.hits, calls.misses
     logger.info(
         "parallel construction: %d tasks speculated by %d workers, %.0f%% of calls replayed (%d hits, %d misses)",
