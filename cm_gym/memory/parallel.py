@@ -11,9 +11,9 @@ speculatively:
    whole serial algorithm against a private copy of the store as last committed, recording every
    LLM reply and every evaluator outcome, keyed by the full content of the call (template and
    fields; state and action).
-2. **Validate and replay.** Before task j, the writer waits for j's recording — at most as long as
-   computing task j itself takes (its mean so far), else it goes on without — then runs task j for
-   real. Each LLM call and check it makes is looked up by its content: a hit *is* the result the
+2. **Validate and replay.** Before task j, the writer waits for j's recording if a worker has it —
+   at most as long as computing task j itself takes (its mean so far) — else it goes on without
+   (and cancels it); then it runs task j for real. Each LLM call and check it makes is looked up by its content: a hit *is* the result the
    call returns (both are deterministic functions of that content: the simulated LLM is seeded by
    it, a real LLM replays through the response cache, evaluators check a fork), a miss — the
    speculation saw an older store, retrieved another record, and so made other calls — is
@@ -219,6 +219,15 @@ def _stop(pool: cf.ProcessPoolExecutor, futures: Any) -> None:
         process.join(timeout=10)
 
 
+def _patience(future: cf.Future[Memo], limit: float) -> float | None:
+    """How long to wait for `future`: up to `limit` (None: no limit) once a worker has it; not at
+    all while it still waits for a worker (the writer has caught up with them: computing the task
+    itself is faster than waiting for a worker to start it, and cancelling frees that worker)."""
+    if not future.running() and not future.done() and not math.isinf(limit):
+        return 0.0
+    return None if math.isinf(limit) else limit
+
+
 class _LiveClock:
     """The writer's mean time for a task it computed without a recording: how long waiting for a
     recording may take before computing the task here is the faster way (0 until measured: the
@@ -311,12 +320,12 @@ def build_memory_parallel(
         submit_until(i + stats.workers)  # keep the workers busy with the next tasks
         started = time.perf_counter()
         try:
-            if future is not None:  # wait at most as long as computing the task here takes
-                timeout = live.estimate() if patience is None else patience
-                calls.memo.update(future.result(timeout=None if math.isinf(timeout) else timeout))
+            if future is not None:
+                timeout = _patience(future, live.estimate() if patience is None else patience)
+                calls.memo.update(future.result(timeout=timeout))
         except cf.TimeoutError:
             stats.late += 1
-            future.cancel()
+            future.cancel()  # frees its worker for the next tasks when none has started it
         except Exception as exc:  # noqa: BLE001 - a failed speculation only loses its head start
             stats.speculation_errors += 1
             logger.warning("speculation of %s failed (%s); the writer computes it", task.task_id, exc)
