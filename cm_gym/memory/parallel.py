@@ -41,6 +41,7 @@ import sqlite3
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -300,13 +301,19 @@ def build_memory_parallel(
     )
     pending: dict[int, cf.Future[Memo]] = {}
     submitted = 0
+    broken: list[bool] = []
 
     def submit_until(last: int) -> None:
         nonlocal submitted
         snapshot: bytes | None = None
-        while submitted <= min(last, len(todo) - 1):
+        while submitted <= min(last, len(todo) - 1) and not broken:
             snapshot = snapshot if snapshot is not None else store_bytes(store.path)
-            pending[submitted] = pool.submit(_speculate, todo[submitted], snapshot)
+            try:
+                pending[submitted] = pool.submit(_speculate, todo[submitted], snapshot)
+            except BrokenProcessPool:  # a worker died or could not start: the writer goes on alone
+                broken.append(True)
+                logger.warning("speculation workers are gone; the writer builds the rest serially")
+                return
             stats.speculated += 1
             submitted += 1
 

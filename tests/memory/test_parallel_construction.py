@@ -76,3 +76,28 @@ def test_build_command_with_workers_writes_the_serial_store(
     out.unlink()
     assert main([*argv, "--workers", "2"]) == 0
     assert out.read_bytes() == serial
+
+
+def _llm_failing_in_workers() -> SimulatedLLM:
+    """The simulated LLM in the writer; a worker process cannot build it (it dies starting)."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        raise SystemExit("no LLM in this worker")
+    return SimulatedLLM(seed=0)
+
+
+@pytest.mark.slow
+def test_workers_that_cannot_start_leave_the_writer_building_serially(tmp_path: Path) -> None:
+    spec = get_benchmark("SQL")
+    domain = get_domain(spec.domain_name)
+    tasks = list(spec.load_tasks())
+    by_id = {t.task_id: t for t in tasks}
+    build = [by_id[i] for i in make_split(tasks, seed=12345, by_env=spec.split_by_env).build[:6]]
+    stats = ParallelStats()
+    with RecordStore(tmp_path / "s.sqlite", domain=domain.name, benchmark="SQL") as store:
+        summary = build_memory_parallel(
+            domain, build, store, _llm_failing_in_workers, workers=1, stats=stats, patience=math.inf
+        )
+        assert summary.tasks == 6 and store.processed_task_ids == {t.task_id for t in build}
+    assert stats.hits == 0 and stats.speculation_errors >= 1
