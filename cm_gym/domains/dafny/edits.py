@@ -3,9 +3,10 @@
 - Edits of an annotated program change one annotation: drop it, flip one comparison in it
   (``<`` ↔ ``<=``), shift a bound by one, or add a guard-derived bound invariant / decreases
   clause at a loop that has room for one.
-- Error model: drafts are the ground truth with hints dropped (an invariant, an assertion, a
-  decreases clause — more often in programs with several loops or quantifiers), an invariant's
-  bound off by one, or no hints at all.
+- Error model: drafts are the ground truth with the recurring slips of `slips` (a bound invariant
+  written like its guard, a slice invariant or a decreases clause left out, each tied to program
+  features), plus hints dropped at random (an invariant, an assertion — more often in programs
+  with several loops or quantifiers), an invariant's bound off by one, or no hints at all.
 - `transfer_annotations` moves a record's added/changed annotation to the draft's loop whose
   guard has the same shape, renaming the guard's identifiers (``i < |s|`` ↔ ``k < |xs|``).
 """
@@ -29,6 +30,15 @@ from cm_gym.domains.dafny.annotations import (
     replace_annotation,
 )
 from cm_gym.domains.dafny.program import identifiers, loops, rename, shape
+from cm_gym.domains.dafny.slips import (
+    SLIP_RATES,
+    drop_slice_invariant,
+    family_repairs,
+    hard_termination,
+    slice_spec,
+    strict_index_loop,
+    weak_bound,
+)
 from cm_gym.types import Task
 
 MAX_EDITS = 40
@@ -67,8 +77,10 @@ def _shifts(text: str) -> list[str]:
 
 
 def guard_invariants(guard: str) -> list[str]:
-    """Bound invariants and a decreases clause suggested by a loop guard ``a < b`` etc."""
-    m = re.match(r"^\s*([A-Za-z_]\w*)\s*(<=|<|>=|>|!=)\s*(.+?)\s*$", guard)
+    """Bound invariants and a decreases clause suggested by a loop guard ``a < b`` etc. (of a
+    conjunction ``a < b && ...``, its first conjunct)."""
+    guard = guard.split("&&", 1)[0] if "||" not in guard else guard
+    m = re.match(r"^\s*([A-Za-z_]\w*)\s*(<=|<|>=|>|!=)\s*([^&|(){};]+?|\|[^|]+\|)\s*$", guard)
     if not m:
         return []
     var, op, bound = m.group(1), m.group(2), m.group(3)
@@ -80,11 +92,13 @@ def guard_invariants(guard: str) -> list[str]:
 
 
 def dafny_edit_operators(task: Task, action: str) -> list[Edit]:
-    """Single-annotation edits of `action`, deterministic order, at most `MAX_EDITS`."""
+    """Single-annotation edits of `action`, deterministic order, at most `MAX_EDITS`: first the
+    repairs of the slip families (`slips.family_repairs`: restore a weakened bound, add a slice
+    invariant or a guard-derived bound / measure), then drops, flips and shifts of each annotation."""
     anns = annotations_of(task, action)
     if anns is None:
         return []
-    edits: list[Edit] = []
+    edits: list[Edit] = list(family_repairs(task, action))
     for ann in anns:
         first = ann.text.splitlines()[0]
         edits.append(Edit(remove_annotation(action, ann), f"line {ann.line + 1}", f"drop `{first}`"))
@@ -92,16 +106,9 @@ def dafny_edit_operators(task: Task, action: str) -> list[Edit]:
             edits.append(
                 Edit(replace_annotation(action, ann, alt), f"line {ann.line + 1}", f"`{first}` -> `{alt}`")
             )
-    present = {norm(a.text) for a in anns}
-    for loop in loops(action):
-        if loop.brace_on_header:
-            continue
-        for cand in guard_invariants(loop.guard):
-            if norm(cand) not in present:
-                edits.append(
-                    Edit(insert_after(action, loop.line, cand), f"line {loop.line + 1}", f"add `{cand}`")
-                )
-    return edits[:MAX_EDITS]
+    seen: set[str] = set()
+    unique = [e for e in edits if e.text != action and not (e.text in seen or seen.add(e.text))]
+    return unique[:MAX_EDITS]
 
 
 def _dropper(keyword: str) -> Callable[[Task, str, np.random.Generator], str | None]:
@@ -133,17 +140,22 @@ def _f(task: Task, key: str, default: object = 0) -> object:
 
 
 def dafny_error_model() -> ErrorModel:
-    """Feature-dependent hint slips (see module doc)."""
-    loopy = lambda t: 0.15 * min(3, int(_f(t, "n_loops", 0)))  # noqa: E731
+    """Feature-dependent hint slips: the families of `slips` (rates `SLIP_RATES`, sources in its
+    module doc) plus the generic drops and off-by-ones of the model they refine."""
+    rates = SLIP_RATES
+    loopy = lambda t: 0.05 * min(3, int(_f(t, "n_loops", 0)))  # noqa: E731
     ops = (
         ErrorOperator("no_hints", lambda t: 0.12, _no_hints),
-        ErrorOperator("drop_invariant", lambda t: 0.25 + loopy(t) if _f(t, "has_loop", False) else 0.0,
+        ErrorOperator("weak_bound", lambda t: rates["weak_bound"] if strict_index_loop(t) else 0.0, weak_bound),
+        ErrorOperator("drop_slice_invariant", lambda t: rates["drop_slice_invariant"] if slice_spec(t) else 0.0,
+                      drop_slice_invariant),
+        ErrorOperator("drop_decreases", lambda t: rates["drop_decreases_hard"] if hard_termination(t)
+                      else rates["drop_decreases_easy"] if _f(t, "has_loop", False) else 0.0, _dropper("decreases")),
+        ErrorOperator("drop_invariant", lambda t: 0.1 + loopy(t) if _f(t, "has_loop", False) else 0.0,
                       _dropper("invariant")),
         ErrorOperator("drop_assertion", lambda t: 0.3 if _f(t, "uses_quantifiers", False) else 0.15,
                       _dropper("assert")),
-        ErrorOperator("drop_decreases", lambda t: 0.25 if _f(t, "has_loop", False) or _f(t, "has_recursion", False)
-                      else 0.0, _dropper("decreases")),
-        ErrorOperator("off_by_one_invariant", lambda t: 0.2 if _f(t, "has_loop", False) else 0.0, _off_by_one),
+        ErrorOperator("off_by_one_invariant", lambda t: 0.1 if _f(t, "has_loop", False) else 0.0, _off_by_one),
     )  # fmt: skip
     return ErrorModel(operators=ops, fix_prob={"react": 0.25, "reflexion": 0.4})
 

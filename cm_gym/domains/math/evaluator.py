@@ -36,6 +36,8 @@ from cm_gym.domains.math.script import ProofScript, ScriptError, parse_script
 from cm_gym.domains.math.statement import statement_of
 from cm_gym.domains.math.verdicts import VerdictCache, verdict_key
 from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxError, SandboxResult
+from cm_gym.evaluators.verdicts import outcome_from_json as _outcome_from
+from cm_gym.evaluators.verdicts import outcome_to_json as _outcome_to
 from cm_gym.paths import cache_dir
 from cm_gym.types import TRUNCATION, Action, AgentState, Outcome, Task, truncate
 
@@ -191,18 +193,6 @@ class MathEvaluator:
         msg = f"coqc gave no verdict ({run.describe_exit()}): {tail}"
         return Outcome(0.0, False, feedback=truncate(msg, TRUNCATION["feedback"]), status="error", reason=msg,
                        details=details)  # fmt: skip
-
-
-def _outcome_to(o: Outcome) -> dict[str, Any]:
-    return {"score": o.score, "solved": o.solved, "feedback": o.feedback, "status": o.status,
-            "reason": o.reason, "details": dict(o.details)}  # fmt: skip
-
-
-def _outcome_from(d: dict[str, Any], *, cached_hit: bool) -> Outcome:
-    details = dict(d.get("details", {}))
-    details["cached"] = cached_hit
-    return Outcome(float(d["score"]), bool(d["solved"]), str(d.get("feedback", "")), str(d.get("status", "ok")),
-                   str(d.get("reason", "")), details)  # fmt: skip
 
 
 def default_cache_path() -> Path:

@@ -1,113 +1,24 @@
-"""A persistent cache of Coq's verdicts, so RL training does not re-run ``coqc`` on a script it
-has already checked (thousands of decisions revisit a few distinct scripts per theorem).
+"""The persistent cache of Coq's verdicts (`cm_gym.evaluators.verdicts` with Coq's schema), so RL
+training does not re-run ``coqc`` on a script it has already checked.
 
 Key: sha256 of (checker version, ``coqc --version``, the statement prefix and its declared
-axioms, the vetted script's canonical text, the time limits). Value: the `Outcome` fields as JSON.
-Only Coq's own verdicts are stored; a run the sandbox killed or that gave no verdict is not (it
-may not repeat). The SQLite file (WAL, busy timeout, one transaction per write) may be shared by
-processes. A file that is unreadable or not this cache is left untouched: the cache logs a warning
-and keeps verdicts in memory only for this process.
+axioms, the vetted script's canonical text, the time limits). Only Coq's own verdicts are stored.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
-import sqlite3
-import threading
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-logger = logging.getLogger(__name__)
+from cm_gym.evaluators.verdicts import VerdictCache as _VerdictCache
+from cm_gym.evaluators.verdicts import verdict_key
+
+__all__ = ["SCHEMA", "VerdictCache", "verdict_key"]
 
 SCHEMA = "cm_gym.coq_verdicts.v1"
-_MEMORY_LIMIT = 100_000
 
 
-def verdict_key(parts: Mapping[str, Any]) -> str:
-    """The sha256 of `parts` as canonical JSON."""
-    blob = json.dumps(dict(parts), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-class VerdictCache:
-    """Verdicts by key: an in-process dict in front of an optional SQLite file (None = memory only)."""
+class VerdictCache(_VerdictCache):
+    """Coq verdicts by key (see `cm_gym.evaluators.verdicts.VerdictCache`)."""
 
     def __init__(self, path: str | Path | None) -> None:
-        self.path = Path(path) if path is not None else None
-        self.hits = self.misses = 0
-        self._memory: dict[str, dict[str, Any]] = {}
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
-        if self.path is not None:
-            try:
-                self._conn = self._open(self.path)
-            except sqlite3.Error as exc:
-                logger.warning(
-                    "coq verdict cache %s is unusable (%s); keeping verdicts in memory only", self.path, exc
-                )
-                self._conn = None
-
-    @staticmethod
-    def _open(path: Path) -> sqlite3.Connection:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), timeout=30.0, check_same_thread=False, isolation_level=None)
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            if row is None:
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA,))
-            elif row[0] != SCHEMA:
-                raise sqlite3.DatabaseError(f"not a {SCHEMA} file (schema {row[0]!r})")
-            conn.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        except sqlite3.Error:
-            conn.close()
-            raise
-        return conn
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The stored verdict, or None."""
-        with self._lock:
-            found = self._memory.get(key)
-            if found is None and self._conn is not None:
-                try:
-                    row = self._conn.execute("SELECT value FROM verdicts WHERE key = ?", (key,)).fetchone()
-                except sqlite3.Error as exc:
-                    logger.warning("coq verdict cache read failed (%s); treating as a miss", exc)
-                    row = None
-                if row is not None:
-                    found = json.loads(row[0])
-                    self._remember(key, found)
-            if found is None:
-                self.misses += 1
-            else:
-                self.hits += 1
-            return found
-
-    def put(self, key: str, value: Mapping[str, Any]) -> None:
-        """Store a verdict (first writer wins; a failed write is logged, never raised)."""
-        data = dict(value)
-        with self._lock:
-            self._remember(key, data)
-            if self._conn is None:
-                return
-            try:
-                self._conn.execute(
-                    "INSERT OR IGNORE INTO verdicts VALUES (?, ?)", (key, json.dumps(data, sort_keys=True))
-                )
-            except sqlite3.Error as exc:
-                logger.warning("coq verdict cache write failed (%s); kept in memory", exc)
-
-    def _remember(self, key: str, value: dict[str, Any]) -> None:
-        if len(self._memory) >= _MEMORY_LIMIT:
-            self._memory.clear()
-        self._memory[key] = value
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        super().__init__(path, schema=SCHEMA, what="coq verdict cache")
