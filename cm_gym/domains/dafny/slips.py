@@ -22,7 +22,7 @@ them to, so they are priors, kept at the order of the error model they replace (
 of dropping an invariant in a loop program, 25% for a decreases clause, 20% for an off-by-one
 invariant), shifted towards the families in proportion to how often DafnyBench's ground truths
 need each one (``python bench/bench_dafny_slips.py`` prints the counts: bound invariants
-``0 <= i <= n`` in 160 of the 247 programs with invariants, slice invariants in 41, decreases in
+``lo <= i <= n`` in 176 of the 247 programs with invariants, slice invariants in 41, decreases in
 114). They were set before any selector ran on them and never tuned to a policy's score.
 """
 
