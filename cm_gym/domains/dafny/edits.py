@@ -143,19 +143,19 @@ def dafny_error_model() -> ErrorModel:
     """Feature-dependent hint slips: the families of `slips` (rates `SLIP_RATES`, sources in its
     module doc) plus the generic drops and off-by-ones of the model they refine."""
     rates = SLIP_RATES
-    loopy = lambda t: 0.05 * min(3, int(_f(t, "n_loops", 0)))  # noqa: E731
+    loopy = lambda t: 0.03 * min(3, int(_f(t, "n_loops", 0)))  # noqa: E731
     ops = (
-        ErrorOperator("no_hints", lambda t: 0.12, _no_hints),
+        ErrorOperator("no_hints", lambda t: 0.05, _no_hints),
         ErrorOperator("weak_bound", lambda t: rates["weak_bound"] if strict_index_loop(t) else 0.0, weak_bound),
         ErrorOperator("drop_slice_invariant", lambda t: rates["drop_slice_invariant"] if slice_spec(t) else 0.0,
                       drop_slice_invariant),
         ErrorOperator("drop_decreases", lambda t: rates["drop_decreases_hard"] if hard_termination(t)
                       else rates["drop_decreases_easy"] if _f(t, "has_loop", False) else 0.0, _dropper("decreases")),
-        ErrorOperator("drop_invariant", lambda t: 0.1 + loopy(t) if _f(t, "has_loop", False) else 0.0,
+        ErrorOperator("drop_invariant", lambda t: 0.05 + loopy(t) if _f(t, "has_loop", False) else 0.0,
                       _dropper("invariant")),
-        ErrorOperator("drop_assertion", lambda t: 0.3 if _f(t, "uses_quantifiers", False) else 0.15,
+        ErrorOperator("drop_assertion", lambda t: 0.1 if _f(t, "uses_quantifiers", False) else 0.05,
                       _dropper("assert")),
-        ErrorOperator("off_by_one_invariant", lambda t: 0.1 if _f(t, "has_loop", False) else 0.0, _off_by_one),
+        ErrorOperator("off_by_one_invariant", lambda t: 0.05 if _f(t, "has_loop", False) else 0.0, _off_by_one),
     )  # fmt: skip
     return ErrorModel(operators=ops, fix_prob={"react": 0.25, "reflexion": 0.4})
 

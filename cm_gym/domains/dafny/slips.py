@@ -18,12 +18,16 @@ Families (each an `ErrorOperator` of `dafny_error_model`; rates in `SLIP_RATES`)
   draft without one changes the task's program, which the annotation checker refuses.
 
 Where the rates come from: no cached run of a real model on Dafny exists in this project to fit
-them to, so they are priors, kept at the order of the error model they replace (a 25–70% chance
-of dropping an invariant in a loop program, 25% for a decreases clause, 20% for an off-by-one
-invariant), shifted towards the families in proportion to how often DafnyBench's ground truths
-need each one (``python bench/bench_dafny_slips.py`` prints the counts: bound invariants
-``lo <= i <= n`` in 176 of the 247 programs with invariants, slice invariants in 41, decreases in
-114). They were set before any selector ran on them and never tuned to a policy's score.
+them to, so they are priors. The family split follows how often DafnyBench's ground truths need
+each family (``python bench/bench_dafny_slips.py --counts``: bound invariants ``lo <= i <= n`` in
+176 of the 247 programs with invariants, decreases in 114, slice invariants in 41): a family's
+slip fires on half the drafts whose program has its feature (a strict index loop; recursion or a
+non-index loop guard; a slice postcondition), an easy decreases clause on 10%. The generic slips
+of the model this one refines (`edits.dafny_error_model`: dropped invariants and assertions,
+off-by-ones, no hints) stay, at rates cut once (to 5-14%, from 12-70%) before any selector ran:
+the first build (40 build tasks, seed 0) showed that independent slips compounding on one method
+left no single-annotation correction that verifies (0 records), which says nothing about a
+selector. No rate was tuned to a policy's score.
 """
 
 from __future__ import annotations
