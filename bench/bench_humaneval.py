@@ -23,7 +23,7 @@ from cm_gym.domains.humaneval import HumanEvalDomain
 from cm_gym.domains.humaneval.checks import convert_check
 from cm_gym.domains.humaneval.loader import _load, humaneval_file, load_humaneval_tasks, read_problems
 from cm_gym.domains.humaneval.model import transfer_contrast
-from cm_gym.memory.conditions import all_predicates, parse_condition_or_none
+from cm_gym.memory.conditions import parse_condition_or_none
 from cm_gym.memory.snapshot import open_store
 from cm_gym.types import Task
 
@@ -76,7 +76,7 @@ def load_times() -> list[Task]:
 def records(store_path: Path, tasks: list[Task]) -> None:
     store = open_store(store_path)
     domain = HumanEvalDomain()
-    preds = all_predicates(domain.condition_predicates())
+    preds = domain.condition_predicates()
     recs = store.records
     with_lookalike = excluded_all = excluded_some = 0
     for r in recs:

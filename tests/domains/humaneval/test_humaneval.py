@@ -15,7 +15,7 @@ from cm_gym.domains.humaneval.domain import HumanEvalDomain, distil_fix
 from cm_gym.domains.humaneval.families import all_mutations, between, kind_family, shape_features
 from cm_gym.domains.humaneval.loader import HumanEvalLayoutError, load_humaneval_tasks
 from cm_gym.evaluators.testrun import decode
-from cm_gym.memory.conditions import all_predicates, parse_condition
+from cm_gym.memory.conditions import parse_condition
 from cm_gym.types import Action, AgentState, Task
 
 CHECK = """
@@ -98,7 +98,7 @@ def test_condition_excludes_lookalike_wording() -> None:
     strict = _task("Return the values strictly less than k.", buggy, "a")
     inclusive = _task("Return the values that are at most k.", buggy, "b")
     d = distil_fix(strict, buggy, fixed)
-    cond = parse_condition(d.condition, all_predicates(HumanEvalDomain().condition_predicates()))
+    cond = parse_condition(d.condition, HumanEvalDomain().condition_predicates())
     assert cond.holds(strict)
     assert not cond.holds(inclusive)
     assert HumanEvalDomain().apply_contrast(inclusive, buggy, buggy, fixed) == fixed  # same code shape
