@@ -9,7 +9,9 @@ fix learnt under "strictly less than" is not offered on an "at most" problem wit
 
 from __future__ import annotations
 
+import builtins
 import json
+import keyword
 import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -67,22 +69,7 @@ PREDICATES: Mapping[str, PredicateFn] = {
 
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_KEYWORDS = {
-    "and",
-    "or",
-    "not",
-    "in",
-    "is",
-    "if",
-    "else",
-    "for",
-    "return",
-    "range",
-    "len",
-    "True",
-    "False",
-    "None",
-}
+_KEYWORDS = set(keyword.kwlist) | set(dir(builtins))
 
 
 def _site_names(task: Task, text: str, limit: int = 2) -> list[str]:
