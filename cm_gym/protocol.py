@@ -39,6 +39,14 @@ POLICY_LABELS = {
 CI_BASELINES = ("random", "top1")
 
 
+def policy_label(key: str, algo: str = "masked-dqn") -> str:
+    """The table label of a results key; a selector trained by RLlib says so instead of "DQN"."""
+    label = POLICY_LABELS.get(key, key)
+    if algo != "masked-dqn" and key.startswith("cf_memory"):
+        label = label.replace("masked DQN", f"masked RLlib {algo.removeprefix('rllib-').upper()}")
+    return label
+
+
 def selector_name(layout: str) -> str:
     """The results key of the masked DQN trained on an observation layout."""
     return "cf_memory" if layout == "paper" else f"cf_memory_{layout}"
@@ -447,7 +455,7 @@ def evaluate_policies(
         masked = sum(e.get("invalid_actions", 0) for eps in per_seed.values() for e in eps)
         report_masked(key, masked, sum(e["decisions"] for eps in per_seed.values() for e in eps))
         results[key] = {
-            "label": POLICY_LABELS.get(key, key),
+            "label": policy_label(key, cfg.algo),
             "layout": layout if name == "cf_memory" else None,
             "per_seed": summaries,
             "mean": aggregate_seeds(summaries),

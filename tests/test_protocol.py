@@ -156,3 +156,12 @@ def test_checkpoint_with_another_observation_size_is_refused_before_work(
     with pytest.raises(ObservationLayoutError, match="extended layout"):  # given as paper checkpoints
         evaluate_all(cfg2, extended)
     assert not (tmp_path / "results.json").exists()
+
+
+def test_policy_labels_name_the_learner_that_trained_the_selector() -> None:
+    from cm_gym.protocol import policy_label
+
+    assert policy_label("cf_memory") == "CF Memory (masked DQN)"
+    assert policy_label("cf_memory_extended", "rllib-ppo") == "CF Memory (masked RLlib PPO, extended z_t)"
+    assert policy_label("cf_memory", "rllib-dqn") == "CF Memory (masked RLlib DQN)"
+    assert policy_label("random", "rllib-ppo") == "Random valid"
