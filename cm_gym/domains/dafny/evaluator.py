@@ -104,6 +104,7 @@ class DafnyEvaluator:
             return Outcome(
                 0.0, False, feedback=f"invalid annotations: {exc}", status="error", reason=str(exc)
             )
+        text = text.strip() + "\n"  # outer blank space means nothing to Dafny: one verdict per program
         key = self._key(text)
         cached = self.cache.get(key)
         if cached is not None:

@@ -76,15 +76,18 @@ def rename(text: str, mapping: dict[str, str]) -> str:
     return _IDENT.sub(lambda m: mapping.get(m.group(0), m.group(0)), text)
 
 
-def _recursive(lines: list[str]) -> bool:
-    """True when some member calls itself within its own text (up to the next declaration)."""
+def recursive_members(program: str) -> list[tuple[int, str]]:
+    """(header line, name) of each member that calls itself within its own text (up to the next
+    declaration)."""
+    lines = code_lines(program)
     starts = [(i, m.group(2)) for i, m in ((i, _MEMBER.match(ln)) for i, ln in enumerate(lines)) if m]
+    out = []
     for k, (i, name) in enumerate(starts):
         end = starts[k + 1][0] if k + 1 < len(starts) else len(lines)
         region = "\n".join(lines[i:end])
         if len(re.findall(rf"(?<![\w.]){re.escape(name)}\s*\(", region)) > 1:
-            return True
-    return False
+            out.append((i, name))
+    return out
 
 
 def program_features(program: str, name: str = "") -> dict[str, Any]:
@@ -92,7 +95,7 @@ def program_features(program: str, name: str = "") -> dict[str, Any]:
     body = "\n".join(code_lines(program))
     mems = members(program)
     names = [n for _, n in mems]
-    recursion = _recursive(code_lines(program))
+    recursion = bool(recursive_members(program))
     lps = loops(program)
     return {
         "file": name,

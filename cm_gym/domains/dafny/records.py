@@ -91,16 +91,20 @@ def distil_annotation(task: Task, a_minus: str, a_plus: str) -> Distillation:
         if above and ann.keyword in ("invariant", "decreases"):
             guard = above[-1].guard
             break
+    text = " ".join(a.text for a in added + removed)
     if guard is not None:
         parts.append(_pred("dafny_loop_guard_shape_is", shape(guard)))
+    elif _feat(task, "has_recursion") and "decreases" in text:
+        parts.append(_pred("dafny_has_recursion"))
     elif _feat(task, "has_loop"):
         parts.append(_pred("dafny_has_loop"))
-    text = " ".join(a.text for a in added + removed)
-    if "|" in text or "[.." in text or "..]" in text:
+    # a feature the change speaks of, named only where the program has it (``|x|`` is also a
+    # string's or a set's size): a condition never contradicts its own source
+    if ("|" in text or "[.." in text or "..]" in text) and _feat(task, "uses_sequences"):
         parts.append(_pred("dafny_uses_sequences"))
-    if ".Length" in text:
+    if ".Length" in text and _feat(task, "uses_arrays"):
         parts.append(_pred("dafny_uses_arrays"))
-    if "multiset" in text:
+    if "multiset" in text and _feat(task, "uses_multiset"):
         parts.append(_pred("dafny_uses_multiset"))
     situation = f"Verifying {names or 'a Dafny program'}: {change or 'changing its annotations'} made more of it verify."
     return Distillation(situation=situation, condition=" AND ".join(parts))

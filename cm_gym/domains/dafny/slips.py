@@ -12,7 +12,8 @@ Families (each an `ErrorOperator` of `dafny_error_model`; rates in `SLIP_RATES`)
   (a preservation invariant), else with ``X[..]`` narrowed to ``X[..i]`` for the loop's index.
 - ``drop_decreases``: a ``decreases`` clause left out, more often in recursive programs and at
   loops whose guard is not an index bound Dafny can guess a measure for (``x > 0``, ``i != n``).
-  Repair: the guard's measure (`edits.guard_invariants`).
+  Repair: the guard's measure (`edits.guard_invariants`), or for a recursive member a parameter's
+  measure (`spec_decreases`).
 - Missing frame clauses (``modifies`` / ``reads``) are *not* a family here: DafnyBench's hint
   removal keeps them (they are specification, not hints; 1 of 445 ground truths adds one), so a
   draft without one changes the task's program, which the annotation checker refuses.
@@ -47,7 +48,7 @@ from cm_gym.domains.dafny.annotations import (
     remove_annotation,
     replace_annotation,
 )
-from cm_gym.domains.dafny.program import Loop, code_lines, loops, members
+from cm_gym.domains.dafny.program import Loop, code_lines, loops, members, recursive_members
 from cm_gym.types import Task
 
 #: the chance that a draft makes each family's slip, by the program feature that triggers it
@@ -63,6 +64,8 @@ _STRICT_GUARD = re.compile(r"^\s*([A-Za-z_]\w*)\s*<\s*(.+?)\s*$")
 _SLICE = re.compile(r"\[\s*\.\.|\.\.\s*\]")
 _WHOLE = re.compile(r"\b([A-Za-z_]\w*)\[\s*\.\.\s*\]")
 _ENSURES = re.compile(r"^\s*ensures\s+(.+?)\s*;?\s*$")
+_PARAM = re.compile(r"([A-Za-z_]\w*)\s*:\s*(nat|int|seq\s*<|string|set\s*<|multiset\s*<)")
+_SPEC_START = re.compile(r"^\s*(requires|ensures|reads|modifies|decreases|\{)")
 
 
 def _squash(text: str) -> str:
@@ -178,6 +181,27 @@ def slice_invariants(action: str, loop: Loop) -> list[str]:
     return out
 
 
+def spec_decreases(action: str) -> list[tuple[int, str]]:
+    """(header line, clause) measures for recursive members without a ``decreases`` clause: each
+    ``nat`` / ``int`` parameter ``p`` (``decreases p``) and each sequence, string or set ``s``
+    (``decreases |s|``), for a one-line signature followed by its specification or body."""
+    lines = code_lines(action)
+    out = []
+    for i, _name in recursive_members(action):
+        header = lines[i]
+        if header.rstrip().endswith("{"):
+            continue
+        rest = [(j, ln) for j, ln in enumerate(lines[i + 1 :], i + 1) if ln.strip()]
+        if not rest or not _SPEC_START.match(rest[0][1]):
+            continue
+        body = next((j for j, ln in rest if ln.strip().startswith("{")), None)
+        if body is None or any(ln.strip().startswith("decreases") for ln in lines[i + 1 : body]):
+            continue
+        for param, kind in _PARAM.findall(header):
+            out.append((i, f"decreases {param}" if kind in ("nat", "int") else f"decreases |{param}|"))
+    return out
+
+
 def family_repairs(task: Task, action: str) -> list[Edit]:
     """Reference-blind repairs of the slip families, first the ones that undo a slip in place
     (restore a bound), then insertions at loops that have room for one."""
@@ -192,6 +216,8 @@ def family_repairs(task: Task, action: str) -> list[Edit]:
                 replace_annotation(action, s.ann, fixed), f"line {s.ann.line + 1}", f"`{first}` -> `{fixed}`"
             )
         )
+    for line, clause in spec_decreases(action):
+        edits.append(Edit(insert_after(action, line, clause), f"line {line + 1}", f"add `{clause}`"))
     anns = _anns(task, action)
     lps = loops(action)
     for loop in lps:

@@ -18,6 +18,7 @@ from cm_gym.domains.dafny.slips import (
     hard_termination,
     slice_invariants,
     slice_spec,
+    spec_decreases,
     strict_index_loop,
     weak_bound,
 )
@@ -111,3 +112,21 @@ def test_a_bound_correction_transfers_by_loop_shape_and_its_condition_excludes_a
         if "V <= V" in t.features["loop_guard_shapes"] and len(t.features["loop_guard_shapes"]) == 1
     )
     assert not cond.holds(look)
+
+
+def test_a_recursive_members_measure_is_proposed_and_conditions_hold_on_their_source(
+    dafny_tasks: list[Task],
+) -> None:
+    d = DafnyDomain()
+    program = (
+        "function F(n: nat, s: seq<int>): int\n  requires n >= 0\n{\n  if n == 0 then 0 else F(n - 1, s)\n}\n"
+    )
+    assert spec_decreases(program) == [(0, "decreases n"), (0, "decreases |s|")]
+    assert spec_decreases(program.replace("  requires n >= 0\n", "  decreases n\n")) == []
+    # Clover_match loops over a string: `|s|` in its bound invariant is no sequence feature, so the
+    # distilled condition must not claim one (it would be false on its own source)
+    src = by_file(dafny_tasks, "Clover_match")
+    a_minus = weak_bound(src, src.reference, np.random.default_rng(0))
+    assert a_minus is not None
+    cond = d.distil(src, a_minus, src.reference).condition
+    assert parse_condition(cond, d.condition_predicates()).holds(src), cond
