@@ -8,6 +8,7 @@ bound invariant learnt for ``i < |s|`` is not offered for a loop on ``i <= n``.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 
 from cm_gym.domains.base import Distillation, PredicateFn
@@ -65,9 +66,11 @@ def _pred(kind: str, *args: str) -> str:
 
 
 def _line_diff(a_minus: str, a_plus: str) -> tuple[list[str], list[str]]:
-    minus = {norm(x) for x in a_minus.splitlines() if norm(x)}
-    plus = {norm(x) for x in a_plus.splitlines() if norm(x)}
-    return sorted(plus - minus), sorted(minus - plus)
+    """Lines added and removed, counted (a clause added to a second member is a change even when
+    the first already has the same line)."""
+    minus = Counter(norm(x) for x in a_minus.splitlines() if norm(x))
+    plus = Counter(norm(x) for x in a_plus.splitlines() if norm(x))
+    return sorted((plus - minus).elements()), sorted((minus - plus).elements())
 
 
 def contrast_key(a_minus: str, a_plus: str) -> str:

@@ -130,3 +130,8 @@ def test_a_recursive_members_measure_is_proposed_and_conditions_hold_on_their_so
     assert a_minus is not None
     cond = d.distil(src, a_minus, src.reference).condition
     assert parse_condition(cond, d.condition_predicates()).holds(src), cond
+    # the contrast key counts lines: a clause added to a second member is a change
+    with_f = program.replace("  requires n >= 0\n", "  decreases n\n")
+    both = with_f + "function G(n: nat): int\n  decreases n\n{\n  if n == 0 then 0 else G(n - 1)\n}\n"
+    one = with_f + "function G(n: nat): int\n{\n  if n == 0 then 0 else G(n - 1)\n}\n"
+    assert d.contrast_key(one, both) == "+decreases n"
