@@ -27,9 +27,9 @@ register_benchmark(
     load_tasks=load_dafny_tasks,
     description="DafnyBench programs with hints removed; add invariants/asserts/decreases until Dafny 2.3 verifies",
     split_by_env=True,
-    # a bare gym.make builds its default store on 6 of the 176 build tasks, within 2 min on a fresh
-    # cache here (`python bench/bench_dafny_slips.py --first-make`; 8 tasks took 99-121 s at load
-    # 12-25 on 2 cores); `cm-gym build --benchmark Dafny` builds on the whole split
+    # a bare gym.make builds its default store on 6 of the 176 build tasks: 84 s on a fresh cache
+    # here at load average 21 on 2 cores (`python bench/bench_dafny_slips.py --first-make`; 8 tasks
+    # took 99-121 s at load 12-25); `cm-gym build --benchmark Dafny` builds on the whole split
     default_n_build=6,
     data_layout="DafnyBench layout: ground_truth/*.dfy and the matching hints_removed/*.dfy",
 )
