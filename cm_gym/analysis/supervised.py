@@ -7,6 +7,10 @@ P(better) − P(worse) when that is positive, else skip. It is trained on labels
 has (every option's outcome), so its score says how much of the oracle's head-room the observation
 itself carries — not what reinforcement learning from rewards will reach. It is myopic (one
 decision at a time), which is why it can trail the oracle even when z_t is informative.
+
+Fit and prediction run on one OpenMP thread: a prediction is one decision's few rows, and on a
+machine shared with other jobs OpenMP's thread barriers (hundreds per fit or predict) turned minutes
+into more than half an hour.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from cm_gym import features as F
 from cm_gym.analysis.peeked import PeekedDecision
@@ -55,10 +60,15 @@ class PeekedClassifier:
         X, y = pairs(decisions)
         self.classes = tuple(int(c) for c in np.unique(y))
         if len(self.classes) >= 2:
-            self.model = HistGradientBoostingClassifier(
-                max_iter=200, learning_rate=0.1, max_leaf_nodes=15, random_state=self.seed
-            ).fit(X, y)
+            with threadpool_limits(limits=1, user_api="openmp"):
+                self.model = HistGradientBoostingClassifier(
+                    max_iter=200, learning_rate=0.1, max_leaf_nodes=15, random_state=self.seed
+                ).fit(X, y)
         return self
+
+    def _proba(self, X: np.ndarray) -> np.ndarray:
+        with threadpool_limits(limits=1, user_api="openmp"):
+            return np.asarray(self.model.predict_proba(X))
 
     def gain(self, X: np.ndarray) -> np.ndarray:
         """P(better than skip) − P(worse than skip) for each row of X."""
@@ -66,7 +76,7 @@ class PeekedClassifier:
             return np.zeros(0)
         if self.model is None:  # one class only: every use has the same effect
             return np.full(len(X), float(self.classes[0]) if self.classes else 0.0)
-        proba = self.model.predict_proba(X)
+        proba = self._proba(X)
         cls = list(self.model.classes_)
         up = proba[:, cls.index(1)] if 1 in cls else 0.0
         down = proba[:, cls.index(-1)] if -1 in cls else 0.0
@@ -76,7 +86,7 @@ class PeekedClassifier:
         """P(better than skip) for each row of X (for the held-out AUC)."""
         if self.model is None or 1 not in list(self.model.classes_):
             return np.full(len(X), 1.0 if self.classes == (1,) else 0.0)
-        return np.asarray(self.model.predict_proba(X)[:, list(self.model.classes_).index(1)])
+        return self._proba(X)[:, list(self.model.classes_).index(1)]
 
     def predict(
         self,

@@ -71,3 +71,46 @@ def test_a_small_diagnosis_runs_end_to_end(tmp_path: Path) -> None:
     assert sum(r["uses"] for r in result["slots"] if r["slot"] != "all") == result["slots"][-1]["uses"]
     table = diagnose_table(result)
     assert "skip is the unique best" in table and "supervised bound" in table
+
+
+def test_peeked_classifier_fits_and_predicts_on_one_openmp_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenMP barriers on a shared machine made the classifier take half an hour: it must run on
+    one thread (checked inside sklearn's fit and predict_proba)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from threadpoolctl import threadpool_info
+
+    from cm_gym.analysis.supervised import PeekedClassifier
+
+    seen: list[int] = []
+
+    def openmp_threads() -> None:
+        seen.extend(int(i["num_threads"]) for i in threadpool_info() if i.get("user_api") == "openmp")
+
+    fit, proba = HistGradientBoostingClassifier.fit, HistGradientBoostingClassifier.predict_proba
+
+    def spy_fit(self, X, y, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        openmp_threads()
+        return fit(self, X, y, *a, **k)
+
+    def spy_proba(self, X):  # noqa: ANN001, ANN202
+        openmp_threads()
+        return proba(self, X)
+
+    monkeypatch.setattr(HistGradientBoostingClassifier, "fit", spy_fit)
+    monkeypatch.setattr(HistGradientBoostingClassifier, "predict_proba", spy_proba)
+    rng = np.random.default_rng(0)
+    decisions = [
+        _decision(
+            float(rng.random() < 0.5),
+            _slot(1, float(rng.random() < 0.5), True, 1.0),
+            _slot(2, 0.0, False, 0.0),
+        )
+        for _ in range(40)
+    ]
+    clf = PeekedClassifier().fit(decisions)
+    assert clf.model is not None
+    action, _ = clf.predict(np.ones(OBS_DIM, np.float32))
+    assert 0 <= int(action) <= 2
+    if not seen:
+        pytest.skip("no OpenMP runtime loaded by scikit-learn here")
+    assert seen and all(n == 1 for n in seen), seen
