@@ -34,7 +34,12 @@ def test_masked_ppo_trains_on_rllib_and_never_picks_a_masked_slot() -> None:
     from cm_gym.wrappers import make_masked_env
 
     env_config = {"env_id": "cm_gym/SQL-v0", "store": str(default_snapshot("SQL")), "mask_space": "box"}
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 1024 * 1024)
+    # tests/ray_backend keeps one session-wide cluster connected: join it rather than init twice
+    started = not ray.is_initialized()
+    if started:
+        ray.init(
+            num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 1024 * 1024
+        )
     try:
         algo, history = _example().train(env_config, iterations=2, env_runners=1, batch=64)
         try:
@@ -55,4 +60,5 @@ def test_masked_ppo_trains_on_rllib_and_never_picks_a_masked_slot() -> None:
         finally:
             algo.stop()
     finally:
-        ray.shutdown()
+        if started:
+            ray.shutdown()
