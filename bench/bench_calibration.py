@@ -6,9 +6,11 @@ Fig. 4d / Appendix E.3 rates over several benchmarks at once, each weighted equa
 
 Reads each folder's ``calibrate_rows.json`` (written by `cm-gym calibrate`) and prints every
 target next to the pooled simulator value under the current defaults and under the pooled fit,
-then the per-benchmark values under the pooled fit. The pooled fit is what `RevisionRates`'
-class defaults are: the paper reports these rates over all its domains, so one LLM behaviour is
-fitted, and each domain's structure decides how often that behaviour changes or harms an action.
+then the per-benchmark values under the pooled fit. `RevisionRates`' class defaults are such a
+pooled fit, made when Fig. 4d was counted as what each retrieved record would do if shown (now:
+changes by the shown record ÷ all retrieved, as the paper and the `ablations` study count; the
+defaults were not refit): the paper reports these rates over all its domains, so one LLM behaviour
+is fitted, and each domain's structure decides how often that behaviour changes or harms an action.
 """
 
 from __future__ import annotations

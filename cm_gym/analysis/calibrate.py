@@ -3,7 +3,13 @@
 The paper reports how often shown records change an action and how often that harms:
 
 * Fig. 4d, per *retrieved* record: matched retrieval 0.29 action changes and 0.03 harmful changes;
-  shuffled retrieval 0.21 and 0.17;
+  shuffled retrieval 0.21 and 0.17. The paper (App. D.4) calls this "a different normalization"
+  of the same events as harmful use: the numerator counts the changes the *shown* record made (at
+  most one record is shown per decision; retrieved-but-skipped records change nothing), the
+  denominator every retrieved record (k ≤ 3 per decision). So the rate is (changes made by the
+  shown record) ÷ (records retrieved) — the `ablations` study's counting (``actions_changed_by_memory``
+  / ``retrieved_records``) — not "what each retrieved record would do if shown", which is ≈ k×
+  larger;
 * Appendix E.3, per *selected* record use: harmful use 4.2% on ordinary and 11.8% on look-alike
   tasks with applicability conditions; 6.1% and 34.2% with the condition removed.
 
@@ -16,8 +22,9 @@ under any rates is computed without re-running anything, and `fit` finds the rat
 targets (least squares, each bin's probabilities in [0, 1] and summing to at most 1).
 
 Definitions the paper leaves open, fixed here: decisions are those of memory-free (always-skip)
-episodes; a "selected use" is the top-ranked record (the construction-time reuse policy — the
-learned selector's choices cannot enter the calibration without tuning the simulator to it);
+episodes; the record shown at a decision — a "selected use", and the numerator of the Fig. 4d
+rates — is the top-ranked record (the construction-time reuse policy — the learned selector's
+choices cannot enter the calibration without tuning the simulator to it);
 "harmful" means the revised action scores below the memory-free draft on a fork; a use is
 "look-alike" when the record's source task has the same family as the current task but another
 variant (tasks carrying ``meta["variant"]``: the generated SQL benchmark), else "ordinary".
@@ -63,7 +70,7 @@ class Target:
     value: float
     source: str
     setting: str
-    per: str  # "retrieved" (every retrieved record) or "selected" (the top-ranked record)
+    per: str  # denominator: "retrieved" (every retrieved record) or "selected" (the shown top-1)
     subset: str  # "all", "ordinary" or "lookalike"
     measure: str  # "change" or "harm"
 
@@ -187,27 +194,32 @@ class LinearRate:
 
 
 def linear_rate(rows: Sequence[Row], target: Target) -> LinearRate:
-    """The target's rate under any revision rates, from the rows it is measured on."""
-    chosen = [
+    """The target's rate under any revision rates, from the rows it is measured on.
+
+    The numerator always counts what the *shown* record (slot 1, one per decision) changes or
+    harms. The denominator is what the target is "per": the shown records for a selected-use
+    rate (App. E.3), every retrieved record for a Fig. 4d rate (the paper's "per retrieved
+    memory"; a retrieved record that is not shown adds to the denominator only)."""
+    pool = [
         r
         for r in rows
         if r.setting == target.setting
-        and (target.per == "retrieved" or r.slot == 1)
         and (
             target.subset == "all"
             or (target.subset == "lookalike" and r.lookalike is True)
             or (target.subset == "ordinary" and r.lookalike is not True)
         )
     ]
+    shown = [r for r in pool if r.slot == 1]
     coef = np.zeros(len(RATE_NAMES))
-    if target.subset == "lookalike" and not any(r.lookalike is not None for r in chosen):
+    if target.subset == "lookalike" and not any(r.lookalike is not None for r in pool):
         return LinearRate(coef, 0)
-    for r in chosen:
+    for r in shown:
         values = r.change if target.measure == "change" else r.harm
         for (closeness, branch), rate in _BRANCH_RATE.items():
             if r.closeness == closeness:
                 coef[RATE_NAMES.index(rate)] += values.get(branch, 0.0)
-    n = len(chosen)
+    n = len(pool) if target.per == "retrieved" else len(shown)
     return LinearRate(coef / n if n else coef, n)
 
 
@@ -273,7 +285,9 @@ def compare(
                 "simulator": lr.value(rates),
                 "n": lr.n,
                 "source": t.source,
-                "per": "retrieved record" if t.per == "retrieved" else "selected use (top-1)",
+                "per": "retrieved record (changes by the shown top-1)"
+                if t.per == "retrieved"
+                else "selected use (top-1)",
             }
         )
     return out

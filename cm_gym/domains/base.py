@@ -125,6 +125,10 @@ class RevisionRates:
     conditions, 6.1% / 34.2% without). The paper reports these over all its domains, so one LLM
     behaviour is fitted and every built-in domain uses it; a domain's own structure decides how
     often that behaviour changes or harms an action. They were never tuned to a selector's score.
+    That fit counted Fig. 4d as what *each* retrieved record would do if shown; `calibrate` now
+    counts it as the paper does (changes made by the one shown record ÷ all retrieved records,
+    App. D.4, as the `ablations` study does), under which these rates give 0.086 / 0.013 matched
+    and 0.055 / 0.019 shuffled on SQL — no refit was made (a measurement fix, not a new model).
     `cm-gym calibrate --llm-cache FILE` measures them, per domain, for a real model.
     """
 

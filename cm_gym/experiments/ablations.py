@@ -7,7 +7,10 @@ checked, nothing stored: `mechanisms.wm_without_cf`) and the full method; (b) ev
 solved task (counterfactual checks included); (c) score change against no retrieval when the
 records offered to the (unchanged) selector are absent, random, shuffled to other decisions, or
 matched; (d) action changes and harmful changes per *retrieved* record (the figure's own
-denominator, not per selected use).
+denominator, not per selected use): the changes made by the record actually shown (at most one per
+decision; a retrieved record the selector skips changes nothing) divided by every record retrieved
+(k ≤ 3 per decision) — App. D.4's "different normalization" of the same events as harmful use.
+`cm-gym calibrate` fits the simulator to these targets with the same counting.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ def run(study: Study) -> Report:
     tb = Table("(b) evaluator calls per solved task", ["None", "CF without WM", "WM without CF", "Full"])
     tc = Table("(c) score change vs no retrieval, pp", ["Random", "Shuffled", "Matched"])
     td = Table(
-        "(d) per retrieved record",
+        "(d) per retrieved record: changes made by the record shown (≤ 1 per decision) ÷ records retrieved",
         [
             "Shuffled: action changes",
             "Shuffled: harmful changes",
@@ -115,6 +118,10 @@ def run(study: Study) -> Report:
                     ],
                 )
             )
+            # Fig. 4d's rates: changes made by the shown record (counted per selected use, so a
+            # retrieved record the selector skips adds nothing) ÷ every retrieved record (k ≤ 3 per
+            # decision). Not "per selected use" (E.3) and not "what each retrieved record would do
+            # if shown"; `calibrate.linear_rate` counts the same way.
             per = {
                 (m, k): study.rate(r[m], k, "retrieved_records")
                 for m in ("shuffled", "matched")
@@ -181,7 +188,9 @@ def run(study: Study) -> Report:
     )
     report.notes.append(
         "Harmful change = the executed action scored below the memory-free draft (SPEC §3, amended). "
-        "The selector of (c) and (d) is the full store's, unchanged across retrieval modes."
+        "The selector of (c) and (d) is the full store's, unchanged across retrieval modes. "
+        "(d) counts as the paper's D.4 states: the action changes (harmful changes) made by the one "
+        "record shown at a decision, divided by all records retrieved (shown or skipped)."
     )
     return report
 
@@ -224,7 +233,8 @@ def _directions(study: Study, b: str, a: str, r: dict, calls: dict) -> list:
     m_vs_s = study.paired_rate(r["shuffled"], r["matched"], "uses_worse_than_draft", "retrieved_records")
     out.append(
         Direction(
-            f"{b}·{a}: matched records cause fewer harmful changes per retrieved record than shuffled ones",
+            f"{b}·{a}: matched records cause fewer harmful changes per retrieved record than shuffled ones "
+            "(changes by the shown record ÷ records retrieved)",
             "0.03 vs 0.17",
             f"matched − shuffled {fmt_est(m_vs_s, '{:+.3f}')}",
             verdict_positive(

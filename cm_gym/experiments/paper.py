@@ -78,7 +78,8 @@ ABLATION_GAIN = {
 CALLS_PER_SOLVED = {"none": (9.6, 9.1), "cf_without_wm": (10.4, 9.9), "countermem": (7.0, 8.4)}
 #: Fig. 4c: score change vs no retrieval (pp), ReAct / Reflexion.
 RETRIEVAL_GAIN = {"random": (0.6, 0.4), "shuffled": (-1.1, -0.9), "matched": (18.5, 8.2)}
-#: Fig. 4d: action changes and harmful changes per retrieved record.
+#: Fig. 4d: action changes and harmful changes per retrieved record (App. D.4: the changes the shown
+#: record made ÷ every record retrieved; see `ablations` and `cm_gym.analysis.calibrate`).
 PER_RETRIEVED = {"shuffled": (0.21, 0.17), "matched": (0.29, 0.03)}
 
 #: Fig. 7 / E.2 (five-domain averages at a common 6M-token budget; differences stated in the text).

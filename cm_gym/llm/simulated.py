@@ -26,8 +26,9 @@ Behaviour, per template:
   SMT benchmarks (`cm-gym calibrate --fit`, ``bench/bench_calibration.py``), to the paper's
   figures — Fig. 4d (matched retrieval: 0.29 action changes and 0.03 harmful changes per
   retrieved record; shuffled: 0.21 and 0.17) and Appendix E.3 (harmful use per selected use 4.2%
-  ordinary / 11.8% look-alike with conditions, 6.1% / 34.2% without);
-  ``SimulatedLLM(revision_rates=PATH)`` loads rates fitted to a cached run of a real model
+  ordinary / 11.8% look-alike with conditions, 6.1% / 34.2% without), Fig. 4d then counted as
+  what each retrieved record would do if shown (`RevisionRates` says what they give under the
+  paper's counting, which `calibrate` now uses); ``SimulatedLLM(revision_rates=PATH)`` loads rates fitted to a cached run of a real model
   (`cm-gym calibrate --llm-cache FILE`). The revision never reads the reference: the domain gets
   the task with it blanked.
 * GENERATE_LOCAL_ALTERNATIVES — up to min(2, k) of the domain's edit operators, in seeded order,

@@ -15,6 +15,7 @@ from cm_gym.domains.base import RevisionRates
 from cm_gym.llm.cache import CachedLLM, ResponseCache
 from cm_gym.llm.revision import load_revision_rates, save_revision_rates
 from cm_gym.llm.simulated import SimulatedLLM
+from cm_gym.metrics import EpisodeCounters
 from tests.envs.toy_env import TOY_BENCHMARK, build_toy_store, make_toy
 from tests.toy_domain import toy_tasks
 
@@ -37,17 +38,49 @@ def test_a_published_rate_is_exactly_linear_in_the_revision_rates() -> None:
         apply=0.6, match_disturb=0.1, overapply=0.4, analogous_disturb=0.2, unrelated_disturb=0.1
     )
     target = Target("t", 0.0, "test", "shuffled", "retrieved", "all", "harm")
-    by_hand = []
+    by_hand, retrieved = [], 0
     for r in rows:
         if r.setting != "shuffled":
             continue
+        retrieved += 1
+        if r.slot != 1:  # only the shown (top-1) record acts; the others only count as retrieved
+            continue
         p = rates.probabilities(r.closeness)
         by_hand.append(sum(p[b] * r.harm.get(b, 0.0) for b in ("apply", "overapply", "disturb")))
-    assert linear_rate(rows, target).value(rates) == pytest.approx(float(np.mean(by_hand)))
+    assert linear_rate(rows, target).value(rates) == pytest.approx(float(np.sum(by_hand)) / retrieved)
     selected = Target("s", 0.0, "test", "matched", "selected", "lookalike", "change")
     assert linear_rate(rows, selected).n == sum(
         r.setting == "matched" and r.slot == 1 and r.lookalike is True for r in rows
     )
+
+
+def test_fig4d_rates_count_like_the_ablations_study() -> None:
+    """Fig. 4d's "per retrieved record": the changes made by the one record shown at a decision
+    divided by all records retrieved — the ablations study's actions_changed_by_memory /
+    retrieved_records on the same decisions — not every retrieved record's effect if it were shown."""
+    rng = np.random.default_rng(3)
+    rates = RevisionRates(
+        apply=1.0, match_disturb=0.0, overapply=0.0, analogous_disturb=0.0, unrelated_disturb=0.0
+    )
+    rows: list[Row] = []
+    counters = EpisodeCounters()
+    retrieved = 0
+    for _ in range(40):  # decisions with 1..3 retrieved records; every record would change the draft if shown
+        k = int(rng.integers(1, 4))
+        shown_changes = bool(rng.random() < 0.5)
+        for slot in range(1, k + 1):
+            closeness = "match" if slot > 1 or shown_changes else "unrelated"
+            rows.append(Row("matched", slot, closeness, None, {"apply": 1.0, "disturb": 1.0}, {}))
+        # the same decision as the ablations study counts it: the shown (top-1) record's effect
+        counters.update({"record_id": "r1", "changed_by_memory": shown_changes})
+        retrieved += k
+    target = next(t for t in PAPER_TARGETS if t.name == "matched: action changes")
+    lr = linear_rate(rows, target)
+    assert lr.n == retrieved
+    assert lr.value(rates) == pytest.approx(counters.actions_changed_by_memory / retrieved)
+    # what every retrieved record would do if shown is a different (larger) number
+    would = sum(r.closeness == "match" for r in rows) / len(rows)
+    assert lr.value(rates) < would
 
 
 def test_fit_recovers_rates_that_generated_the_targets() -> None:
