@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -165,3 +166,46 @@ def test_policy_labels_name_the_learner_that_trained_the_selector() -> None:
     assert policy_label("cf_memory_extended", "rllib-ppo") == "CF Memory (masked RLlib PPO, extended z_t)"
     assert policy_label("cf_memory", "rllib-dqn") == "CF Memory (masked RLlib DQN)"
     assert policy_label("random", "rllib-ppo") == "Random valid"
+
+
+def test_the_protocol_package_keeps_every_public_name_of_the_former_module() -> None:
+    """`cm_gym.protocol` was one module: every public name it had stays importable from the package,
+    and a re-exported name is the very object its submodule defines (not a copy)."""
+    import cm_gym.protocol as protocol
+
+    former = [
+        "ALGOS",
+        "CI_BASELINES",
+        "POLICIES",
+        "POLICY_LABELS",
+        "Checkpoints",
+        "Prepared",
+        "ProtocolConfig",
+        "ProtocolError",
+        "build_snapshot",
+        "check_snapshot",
+        "checkpoints_by_layout",
+        "config_json",
+        "evaluate_all",
+        "evaluate_policies",
+        "llm_stats",
+        "load_snapshot",
+        "make_env",
+        "make_policy",
+        "make_protocol_llm",
+        "policy_label",
+        "prepare",
+        "resolve_policy",
+        "run_protocol",
+        "selector_name",
+        "train_all",
+        "train_layouts",
+        "train_selector",
+        "with_overrides",
+    ]
+    assert [n for n in former if not hasattr(protocol, n)] == []
+    assert set(former) <= set(protocol.__all__)
+    for name in ("ProtocolConfig", "run_protocol", "train_selector", "make_env", "evaluate_policies"):
+        obj = getattr(protocol, name)
+        assert getattr(importlib.import_module(obj.__module__), name) is obj
+        assert obj.__module__.startswith("cm_gym.protocol.")

@@ -1,0 +1,141 @@
+"""The protocol's entry points: the whole run (build → freeze → train → evaluate), training only,
+evaluation only; each writes its JSON record into `cfg.out_dir`."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from cm_gym.protocol.config import ProtocolConfig, ProtocolError, config_json, jsonable
+from cm_gym.protocol.evaluate import Checkpoints, checkpoints_by_layout, evaluate_policies
+from cm_gym.protocol.selector import train_layouts
+from cm_gym.protocol.stores import (
+    Prepared,
+    build_snapshot,
+    llm_stats,
+    load_snapshot,
+    make_protocol_llm,
+    prepare,
+)
+from cm_gym.provenance import provenance
+
+
+def _built_or_given(
+    cfg: ProtocolConfig, prepared: Prepared, llm: Any, progress: Callable[[str, int, int], None] | None
+) -> Path:
+    """The snapshot of a run: `cfg.store` when given, else memory built on T_build and frozen."""
+    if cfg.store is not None:
+        return Path(cfg.store)
+    return build_snapshot(
+        cfg, prepared, progress=(lambda i, n: progress("build", i, n)) if progress else None, llm=llm
+    )
+
+
+def run_protocol(
+    cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | None = None
+) -> dict[str, Any]:
+    """Build (or reuse) and freeze memory, train one selector per seed, evaluate all policies, and
+    write ``results.json`` into `cfg.out_dir`. Returns the results dict."""
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    prepared = prepare(cfg)
+    llm = make_protocol_llm(cfg, prepared)
+    t0 = time.perf_counter()
+    snapshot_path = _built_or_given(cfg, prepared, llm, progress)
+    snapshot = load_snapshot(snapshot_path, prepared)
+    timings["build_seconds"] = time.perf_counter() - t0
+    training: list[dict[str, Any]] = []
+    checkpoints: dict[str, dict[int, str]] = {}
+    if "cf_memory" in cfg.policies and "cf_memory" not in cfg.custom_policies:
+        training = train_layouts(cfg, snapshot, prepared, llm, progress)
+        for record in training:
+            checkpoints.setdefault(record["layout"], {})[record["seed"]] = record["best_checkpoint"]
+    timings["train_seconds"] = time.perf_counter() - t0 - timings["build_seconds"]
+    if progress:
+        progress("evaluate", 0, 1)
+    t1 = time.perf_counter()
+    policies = evaluate_policies(cfg, snapshot, prepared, checkpoints, llm)
+    timings["evaluate_seconds"] = time.perf_counter() - t1
+    if progress:
+        progress("evaluate", 1, 1)
+    results = {
+        "config": config_json(cfg),
+        "split": {k: len(v) for k, v in asdict(prepared.split).items()},
+        "snapshot": {
+            "path": str(snapshot_path),
+            "records": len(snapshot.records),
+            "manifest": snapshot.manifest,
+        },
+        "training": training,
+        "policies": policies,
+        "timings": timings,
+        "llm": llm_stats(llm),
+        "provenance": provenance(prepared.split, prepared.tasks),
+    }
+    (out / "results.json").write_text(json.dumps(jsonable(results), indent=2))
+    return results
+
+
+def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+    """Build (or reuse) and freeze memory, then train one selector per seed; writes
+    ``training.json`` (snapshot path, best checkpoint per seed) into `cfg.out_dir`."""
+    prepared = prepare(cfg)
+    llm = make_protocol_llm(cfg, prepared)
+    snapshot_path = _built_or_given(cfg, prepared, llm, progress)
+    snapshot = load_snapshot(snapshot_path, prepared)
+    training = train_layouts(cfg, snapshot, prepared, llm, progress)
+    record = {
+        "config": config_json(cfg),
+        "snapshot": str(snapshot_path),
+        "training": training,
+        "llm": llm_stats(llm),
+        "provenance": provenance(prepared.split, prepared.tasks),
+    }
+    Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(cfg.out_dir) / "training.json").write_text(json.dumps(jsonable(record), indent=2))
+    return record
+
+
+def evaluate_all(cfg: ProtocolConfig, checkpoints: Checkpoints, *, write: bool = True) -> dict[str, Any]:
+    """Evaluate every policy on T_eval against the frozen snapshot `cfg.store`; checkpoints
+    (``{seed: path}`` for the paper layout or ``{layout: {seed: path}}``) are checked (existence,
+    observation layout) before any episode runs. With `write`, the results go to
+    ``<out_dir>/results.json``."""
+    if cfg.store is None:
+        raise ProtocolError("evaluation needs a frozen snapshot (--store)")
+    prepared = prepare(cfg)
+    snapshot = load_snapshot(Path(cfg.store), prepared)
+    if "cf_memory" in cfg.policies and "cf_memory" not in cfg.custom_policies:
+        from cm_gym.agents.masked_dqn import MaskedDQN
+        from cm_gym.features import obs_dim
+
+        for layout, paths in (checkpoints_by_layout(checkpoints) or {"paper": {}}).items():
+            missing = [s for s in cfg.seeds if s not in paths or not Path(paths[s]).exists()]
+            if missing:
+                raise ProtocolError(f"no {layout!r}-layout selector checkpoint for seed(s) {missing}")
+            for path in paths.values():  # raises on another observation layout
+                if Path(path).is_dir():  # an RLlib module checkpoint
+                    from cm_gym.ray_backend.rllib import load_rllib_policy
+
+                    load_rllib_policy(path)
+                else:
+                    MaskedDQN.load(path, env=None, device="cpu", expected_obs_dim=obs_dim(layout))
+    llm = make_protocol_llm(cfg, prepared)
+    policies = evaluate_policies(cfg, snapshot, prepared, checkpoints, llm)
+    results = {
+        "config": config_json(cfg),
+        "split": {k: len(v) for k, v in asdict(prepared.split).items()},
+        "snapshot": {"path": str(cfg.store), "records": len(snapshot.records), "manifest": snapshot.manifest},
+        "policies": policies,
+        "llm": llm_stats(llm),
+        "provenance": provenance(prepared.split, prepared.tasks),
+    }
+    if write:
+        Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(cfg.out_dir) / "results.json").write_text(json.dumps(jsonable(results), indent=2))
+    return results

@@ -1,0 +1,148 @@
+"""Preparing a protocol run: the checked split (Eq. 14), the run's one LLM, building and freezing
+memory on T_build, opening a snapshot (checked against the split) and the selector env over it."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cm_gym.protocol.config import ProtocolConfig, ProtocolError, jsonable
+from cm_gym.registry import BenchmarkSpec, get_benchmark, get_domain
+from cm_gym.splits import make_split
+from cm_gym.types import Split, SplitOverlapError, Task
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The benchmark, its tasks by id and the checked split of one run."""
+
+    spec: BenchmarkSpec
+    tasks: dict[str, Task]
+    split: Split
+
+
+def prepare(cfg: ProtocolConfig) -> Prepared:
+    """Load the benchmark's tasks and make the (capped) split; refuse any overlap (Eq. 14)."""
+    cfg.validate()
+    spec = get_benchmark(cfg.benchmark)
+    tasks = spec.load(cfg.data)
+    split = make_split(tasks, seed=cfg.split_seed, by_env=spec.split_by_env)
+    train = split.train[: cfg.n_train] if cfg.n_train else split.train
+    validation = train[: max(1, int(round(len(train) * cfg.validation_fraction)))]
+    split = Split(
+        build=split.build[: cfg.n_build] if cfg.n_build else split.build,
+        train=train,
+        validation=validation,
+        eval=split.eval[: cfg.n_eval] if cfg.n_eval else split.eval,
+    )
+    split.check()
+    return Prepared(spec, {t.task_id: t for t in tasks}, split)
+
+
+def check_snapshot(snapshot: Any, prepared: Prepared) -> None:
+    """Refuse a snapshot of another domain / benchmark, or one built on evaluation tasks."""
+    domain = get_domain(prepared.spec.domain_name)
+    if snapshot.domain != domain.name:
+        raise ProtocolError(
+            f"store {snapshot.path} holds {snapshot.domain!r} records, benchmark {prepared.spec.name!r} needs {domain.name!r}"
+        )
+    if snapshot.benchmark and snapshot.benchmark != prepared.spec.name:
+        raise ProtocolError(
+            f"store {snapshot.path} was built for {snapshot.benchmark!r}, not {prepared.spec.name!r}"
+        )
+    leaked = sorted({r.source_task_id for r in snapshot.records} & set(prepared.split.eval))
+    processed = sorted(set(snapshot.processed_task_ids) & set(prepared.split.eval))
+    if leaked or processed:
+        ids = ", ".join((leaked or processed)[:10])
+        raise SplitOverlapError(f"store {snapshot.path} was built on evaluation tasks: {ids}")
+
+
+def make_protocol_llm(cfg: ProtocolConfig, prepared: Prepared) -> Any:
+    """The one LLM of a run (build, training, evaluation), behind the response cache: a real
+    endpoint always (`cfg.llm_cache` or the default file; "ro" replays only), the simulator only
+    when `cfg.llm_cache` is given."""
+    from cm_gym.llm.factory import make_llm
+
+    return make_llm(
+        cfg.llm,
+        seed=cfg.llm_seed,
+        task_lookup=prepared.tasks.get,
+        cache_path=cfg.llm_cache,
+        cache_mode=cfg.llm_cache_mode,
+        concurrency=cfg.concurrency,
+        **cfg.llm_kwargs(),
+    )
+
+
+def llm_stats(llm: Any) -> dict[str, Any]:
+    """Live vs cached LLM calls of a run (empty for an uncached LLM)."""
+    stats = getattr(llm, "stats", None)
+    return dict(stats()) if callable(stats) else {}
+
+
+def build_snapshot(
+    cfg: ProtocolConfig,
+    prepared: Prepared,
+    progress: Callable[[int, int], None] | None = None,
+    llm: Any = None,
+) -> Path:
+    """Construct memory on T_build (Algorithm 1, lines 3–14) and freeze it into a snapshot."""
+    from cm_gym.memory.construction import ConstructionConfig, build_memory
+    from cm_gym.memory.store import RecordStore
+    from cm_gym.prefetch import prefetch_first_drafts
+
+    domain = get_domain(prepared.spec.domain_name)
+    mem_dir = Path(cfg.out_dir) / "memory"
+    mem_dir.mkdir(parents=True, exist_ok=True)
+    store_path, snapshot_path = mem_dir / "store.sqlite", mem_dir / "snapshot.sqlite"
+    build_tasks = [prepared.tasks[i] for i in prepared.split.build]
+    llm = llm if llm is not None else make_protocol_llm(cfg, prepared)
+    with RecordStore(store_path, domain=domain.name, benchmark=prepared.spec.name) as store:
+        # the first draft of every task depends on no memory: ask for them all at once (real LLMs)
+        todo = [t for t in build_tasks if t.task_id not in store.processed_task_ids]
+        prefetch_first_drafts(llm, domain, todo, cfg.agent, concurrency=cfg.concurrency)
+        summary = build_memory(
+            domain,
+            build_tasks,
+            store,
+            llm,
+            domain.make_evaluator(),
+            ConstructionConfig(retention=cfg.retention),
+            agent_kind=cfg.agent,
+            max_decisions=cfg.max_decisions,
+            progress=progress,
+        )
+        store.freeze(snapshot_path, overwrite=True)
+    (mem_dir / "build_summary.json").write_text(json.dumps(jsonable(summary), indent=2))
+    logger.info("memory built: %s", summary)
+    return snapshot_path
+
+
+def load_snapshot(path: Path, prepared: Prepared) -> Any:
+    """Open a frozen snapshot read-only and check it against the run (before any work); a live,
+    unfrozen store is refused."""
+    from cm_gym.memory.snapshot import FrozenStore
+
+    snapshot = FrozenStore.open(path)  # verified: manifest present and its sha256 matches
+    check_snapshot(snapshot, prepared)
+    return snapshot
+
+
+def make_env(
+    cfg: ProtocolConfig, snapshot: Any, task_ids: Sequence[str], llm: Any = None, **overrides: Any
+) -> Any:
+    """A selector env over the given task ids, reading the frozen snapshot (with the run's shared
+    `llm` when given, else one built from `cfg`)."""
+    from cm_gym.envs.selection import MemorySelectionEnv
+
+    kwargs = {**cfg.env_config(), **overrides}
+    if llm is not None:
+        kwargs.update(llm=llm, llm_cache=None)
+        kwargs.pop("llm_kwargs", None)  # the shared LLM was built with them
+    return MemorySelectionEnv(store=snapshot, tasks=list(task_ids), **kwargs)
