@@ -1,0 +1,107 @@
+"""The observation side of `MemorySelectionEnv`: at each decision, draft without memory, retrieve,
+and build z_t (`cm_gym.features`; the 98-dim paper layout or the 106-dim extended one) and the mask.
+
+Kept apart from `selection.py` so the env module reads as the decision loop (reset, step, reward).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from cm_gym import features as F
+from cm_gym.agent import Cost
+from cm_gym.memory.retrieval import query_text
+from cm_gym.types import AgentState, Task
+
+
+class ObservationMixin:
+    """`_prepare_decision` and `_terminal_observation` for the selection env (see the module doc)."""
+
+    _task: Task | None
+    _blind_task: Task
+    _state: AgentState | None
+    _agent: Any
+    _retriever: Any
+    _draft: str
+    _draft_cost: Cost
+    _retrieved: list[Any]
+    _shown: set[str]
+    _mask: np.ndarray
+    _obs: np.ndarray
+    _decisions: int
+    _calls: int
+    _failures: int
+    _tokens: int
+    embedder: Any
+    domain: Any
+    timings: Any
+    retrieval: str
+    k: int
+    obs_layout: str
+    max_decisions: int
+    max_evaluator_calls: int
+    token_budget: int
+
+    def _budget(self) -> F.BudgetFeatures:
+        assert self._state is not None
+        return F.BudgetFeatures(
+            decision=self._decisions,
+            max_decisions=self.max_decisions,
+            evaluator_calls=self._calls,
+            max_evaluator_calls=self.max_evaluator_calls,
+            failures=self._failures,
+            tokens=self._tokens,
+            token_budget=self.token_budget,
+            last_score=self._state.last_score,
+        )
+
+    def _prepare_decision(self) -> None:
+        """Draft without memory, retrieve, and build the observation the policy will see."""
+        assert self._state is not None and self._task is not None
+        clock, timings = time.perf_counter, self.timings
+        self._draft_cost = Cost()
+        self._draft = self._agent.draft(self._state, self._draft_cost)
+        t0 = clock()
+        state_text = self._state.render()
+        state_embedding = self.embedder.embed_one(query_text(self._task, state_text))
+        draft_embedding = self.embedder.embed_one(self._draft)
+        t1 = clock()
+        if self.retrieval == "none" or self.k == 0:
+            self._retrieved = []
+        else:
+            hits = self._retriever.retrieve(self._task, state_text, draft=self._draft)
+            self._retrieved = list(hits)[: self.k]
+        t2 = clock()
+        slots = [F.SlotFeatures.from_record(r.record, r.relevance) for r in self._retrieved]
+        extras = self._slot_extras() if self.obs_layout == "extended" else None
+        self._obs = F.build_observation(
+            state_embedding, draft_embedding, slots, self._budget(), extras, self.obs_layout
+        )
+        self._mask = F.mask_for(len(slots))
+        t3 = clock()
+        timings.add("features", (t1 - t0) + (t3 - t2))
+        timings.add("retrieval", t2 - t1)
+
+    def _slot_extras(self) -> list[F.SlotExtras]:
+        """The extended layout's per-slot features: does the record's edit have a site in the
+        draft (`Domain.record_applies`, reference-free, no LLM call), was it shown before."""
+        assert self._task is not None
+        blind = self._blind_task
+        return [
+            F.SlotExtras(
+                self.domain.record_applies(blind, self._draft, r.record.a_minus, r.record.a_plus),
+                r.record.record_id in self._shown,
+            )
+            for r in self._retrieved
+        ]
+
+    def _terminal_observation(self) -> None:
+        assert self._state is not None
+        self._retrieved, self._draft = [], ""
+        assert self._task is not None
+        state = self.embedder.embed_one(query_text(self._task, self._state.render()))
+        self._obs = F.build_observation(state, None, [], self._budget(), [], self.obs_layout)
+        self._mask = F.mask_for(0)
