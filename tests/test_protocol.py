@@ -173,36 +173,13 @@ def test_the_protocol_package_keeps_every_public_name_of_the_former_module() -> 
     and a re-exported name is the very object its submodule defines (not a copy)."""
     import cm_gym.protocol as protocol
 
-    former = [
-        "ALGOS",
-        "CI_BASELINES",
-        "POLICIES",
-        "POLICY_LABELS",
-        "Checkpoints",
-        "Prepared",
-        "ProtocolConfig",
-        "ProtocolError",
-        "build_snapshot",
-        "check_snapshot",
-        "checkpoints_by_layout",
-        "config_json",
-        "evaluate_all",
-        "evaluate_policies",
-        "llm_stats",
-        "load_snapshot",
-        "make_env",
-        "make_policy",
-        "make_protocol_llm",
-        "policy_label",
-        "prepare",
-        "resolve_policy",
-        "run_protocol",
-        "selector_name",
-        "train_all",
-        "train_layouts",
-        "train_selector",
-        "with_overrides",
-    ]
+    former = (
+        "ALGOS", "CI_BASELINES", "POLICIES", "POLICY_LABELS", "Checkpoints", "Prepared", "ProtocolConfig",
+        "ProtocolError", "build_snapshot", "check_snapshot", "checkpoints_by_layout", "config_json",
+        "evaluate_all", "evaluate_policies", "llm_stats", "load_snapshot", "make_env", "make_policy",
+        "make_protocol_llm", "policy_label", "prepare", "resolve_policy", "run_protocol", "selector_name",
+        "train_all", "train_layouts", "train_selector", "with_overrides",
+    )  # fmt: skip
     assert [n for n in former if not hasattr(protocol, n)] == []
     assert set(former) <= set(protocol.__all__)
     for name in ("ProtocolConfig", "run_protocol", "train_selector", "make_env", "evaluate_policies"):
