@@ -35,14 +35,13 @@ import os
 import resource
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from _common import ColumnSource
 
 from cm_gym.memory import ann as ann_mod
 from cm_gym.memory.embedding import Embedder
-from cm_gym.memory.record import Record
 from cm_gym.memory.retrieval import Retriever
 from cm_gym.memory.synthetic import SituationCorpus, query_texts
 from cm_gym.types import Task
@@ -53,9 +52,8 @@ SHARES = np.array([0.5, 1, 2.5, 5, 7.5, 10, 12.5, 15, 20, 26]) / 100
 VARIANTS = 50
 
 
-class SyntheticSource:
-    """A RecordSource over column arrays (rows already in the index's (domain, condition) order,
-    so the index is a view of the embedding matrix); Records are built only for returned rows."""
+class SyntheticSource(ColumnSource):
+    """`SituationCorpus` situations with faceted conditions and Eq.-6 u values (module doc)."""
 
     def __init__(self, n: int, seed: int = 0) -> None:
         self.n = n
@@ -82,48 +80,12 @@ class SyntheticSource:
             step = used[rng.random(used.size) < 0.7]
             y = rng.choice([1.0, 0.0, -1.0], size=step.size, p=[0.5, 0.3, 0.2])
             self.u[step] = 0.7 * self.u[step] + 0.3 * y
-        self.domain = "sql"
         self.embedder_id = self.corpus.embedder_id
         self.dim = self.corpus.dim
-        self.revision = self.layout_revision = 0
-        self.records = LazyRecords(self)
         self.ann_index: ann_mod.AnnIndex | None = None
 
-    def index_columns(self) -> dict[str, Any]:
-        return {
-            "record_ids": [f"{i:016x}" for i in range(self.n)],
-            "source_task_ids": [f"task-{j}" for j in self.src_idx],
-            "domains": [self.domain] * self.n,
-            "conditions": [self.conds[c] for c in self.cond_idx],
-            "u": self.u,
-        }
-
-
-class LazyRecords(Sequence[Record]):
-    def __init__(self, src: SyntheticSource) -> None:
-        self.src = src
-
-    def __len__(self) -> int:
-        return self.src.n
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self.src.n))]
-        s = self.src
-        return Record(
-            record_id=f"{i:016x}",
-            domain=s.domain,
-            source_task_id=f"task-{s.src_idx[i]}",
-            env_id="db",
-            situation=s.corpus.text(i),
-            a_minus="a > 1",
-            a_plus="a >= 1",
-            condition=s.conds[s.cond_idx[i]],
-            u=float(s.u[i]),
-        )
-
-    def __iter__(self) -> Iterator[Record]:
-        return (self[i] for i in range(self.src.n))
+    def situation(self, i: int) -> str:
+        return self.corpus.text(i)
 
 
 def make_calls(src: SyntheticSource, n_tasks: int) -> tuple[list[Task], np.ndarray, np.ndarray]:

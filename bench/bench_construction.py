@@ -18,12 +18,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from _common import build_tasks
+
 from cm_gym.llm.simulated import SimulatedLLM
 from cm_gym.memory.construction import ConstructionConfig, build_memory
 from cm_gym.memory.retrieval import record_view
 from cm_gym.memory.store import RecordStore
-from cm_gym.registry import get_benchmark, get_domain
-from cm_gym.splits import make_split
 
 INCLUSIVE = ("at least", "no fewer than", "no less than", "or more", "or older", "minimum of")
 
@@ -39,12 +39,7 @@ def main() -> None:
     args = ap.parse_args()
 
     t0 = time.perf_counter()
-    spec = get_benchmark(args.benchmark)
-    domain = get_domain(spec.domain_name)
-    tasks = list(spec.load_tasks())
-    split = make_split(tasks, seed=12345, by_env=spec.split_by_env)
-    by_id = {t.task_id: t for t in tasks}
-    build = [by_id[i] for i in split.build[: args.tasks]]
+    spec, domain, tasks, build = build_tasks(args.benchmark, args.tasks)
     print(
         f"{spec.name}: {len(tasks)} tasks loaded in {time.perf_counter() - t0:.1f}s; building on {len(build)}"
     )

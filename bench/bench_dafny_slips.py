@@ -20,13 +20,12 @@ import argparse
 import collections
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from _common import first_make
 
 from cm_gym.domains.dafny.annotations import AnnotationError, extract_annotations
 from cm_gym.domains.dafny.domain import DafnyDomain
@@ -125,23 +124,12 @@ def bench_cache(tasks: list[Task]) -> None:
 
 
 def bench_first_make() -> None:
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, CM_GYM_CACHE=cache)
-        code = ("import time; t=time.perf_counter(); import gymnasium as gym, cm_gym; "
-                "e=gym.make('cm_gym/Dafny-v0'); print(f'{time.perf_counter()-t:.1f}'); "
-                "print(len(e.unwrapped.store.records))")  # fmt: skip
-        start = time.perf_counter()
-        out = subprocess.run(
-            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
-        )
-        wall = time.perf_counter() - start
-        lines = out.stdout.split()
-        if out.returncode != 0 or len(lines) < 2:
-            print(f"first gym.make failed: {out.stderr[-500:]}")
-            return
-        print(f"first gym.make('cm_gym/Dafny-v0') on a fresh cache: {lines[0]}s in-process "
+    made = first_make("cm_gym/Dafny-v0")
+    if made is not None:
+        seconds, records, wall = made
+        print(f"first gym.make('cm_gym/Dafny-v0') on a fresh cache: {seconds}s in-process "
               f"({wall:.1f}s with interpreter start; load average {os.getloadavg()[0]:.1f}); "
-              f"default store: {lines[1]} records")  # fmt: skip
+              f"default store: {records} records")  # fmt: skip
 
 
 def bench_store(path: str, tasks: list[Task]) -> None:

@@ -24,11 +24,12 @@ import os
 import resource
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+from _common import first_make
 
 from cm_gym.domains.math.checker import FILENAME, build_plan
 from cm_gym.domains.math.evaluator import MathEvaluator
@@ -150,22 +151,11 @@ def bench_portfolio(workers: int, per_try: int, write: bool) -> None:
 
 
 def bench_first_make() -> None:
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, CM_GYM_CACHE=cache)
-        code = ("import time; t=time.perf_counter(); import gymnasium as gym, cm_gym; "
-                "e=gym.make('cm_gym/MiniF2F-v0'); print(f'{time.perf_counter()-t:.1f}'); "
-                "print(len(e.unwrapped.store.records))")  # fmt: skip
-        start = time.perf_counter()
-        out = subprocess.run(
-            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
-        )
-        wall = time.perf_counter() - start
-        lines = out.stdout.split()
-        if out.returncode != 0 or len(lines) < 2:
-            print(f"first gym.make failed: {out.stderr[-500:]}")
-            return
-        print(f"first gym.make('cm_gym/MiniF2F-v0') on a fresh cache: {lines[0]}s in-process "
-              f"({wall:.1f}s with interpreter start); default store: {lines[1]} records")  # fmt: skip
+    made = first_make("cm_gym/MiniF2F-v0")
+    if made is not None:
+        seconds, records, wall = made
+        print(f"first gym.make('cm_gym/MiniF2F-v0') on a fresh cache: {seconds}s in-process "
+              f"({wall:.1f}s with interpreter start); default store: {records} records")  # fmt: skip
 
 
 def main() -> None:

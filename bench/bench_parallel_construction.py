@@ -25,12 +25,12 @@ from typing import Any
 
 os.environ.setdefault("SOURCE_DATE_EPOCH", "1700000000")
 
+from _common import build_tasks  # noqa: E402
+
 from cm_gym.llm.simulated import SimulatedLLM  # noqa: E402
 from cm_gym.memory.construction import ConstructionConfig, build_memory  # noqa: E402
 from cm_gym.memory.parallel import ParallelStats, build_memory_parallel  # noqa: E402
 from cm_gym.memory.store import RecordStore  # noqa: E402
-from cm_gym.registry import get_benchmark, get_domain  # noqa: E402
-from cm_gym.splits import make_split  # noqa: E402
 
 
 class LatencyLLM:
@@ -85,12 +85,7 @@ def main() -> None:
     ap.add_argument("--latency-ms", type=float, nargs="+", default=[0.0, 500.0])
     args = ap.parse_args()
 
-    spec = get_benchmark(args.benchmark)
-    domain = get_domain(spec.domain_name)
-    tasks = list(spec.load_tasks())
-    split = make_split(tasks, seed=12345, by_env=spec.split_by_env)
-    by_id = {t.task_id: t for t in tasks}
-    build = [by_id[i] for i in split.build[: args.tasks]]
+    spec, domain, _, build = build_tasks(args.benchmark, args.tasks)
     print(
         f"{spec.name}, {len(build)} build tasks, {args.workers} speculation workers; "
         f"{os.cpu_count()} cores on this machine (shared with other jobs)\n"

@@ -20,10 +20,10 @@ import argparse
 import gc
 import time
 import tracemalloc
-from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from _common import ColumnSource
 
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.record import Record
@@ -43,8 +43,8 @@ def conditions() -> list[str]:
     return out[:64]
 
 
-class SyntheticSource:
-    """A RecordSource over column arrays; Records are only built for the rows returned."""
+class SyntheticSource(ColumnSource):
+    """Random skewed embeddings over `n_domains` domains (contiguous blocks) and 64 conditions."""
 
     def __init__(self, n: int, n_domains: int, dtype: Any, seed: int = 0) -> None:
         rng = np.random.default_rng(seed)
@@ -63,47 +63,14 @@ class SyntheticSource:
         self.cond_idx = cond_idx[np.lexsort((cond_idx, self.dom_idx))]
         self.src_idx = rng.integers(0, max(1, n // 3), n)
         self.u = rng.uniform(-1, 1, n).astype(np.float32)
-        self.domain = "sql"
         self.embedder_id = Embedder().embedder_id
         self.dim = 512
-        self.revision = self.layout_revision = 0
-        self.records = LazyRecords(self)
 
-    def index_columns(self) -> dict[str, Any]:
-        return {
-            "record_ids": [f"{i:016x}" for i in range(self.n)],
-            "source_task_ids": [f"task-{j}" for j in self.src_idx],
-            "domains": [DOMAINS[d] for d in self.dom_idx],
-            "conditions": [self.conds[c] for c in self.cond_idx],
-            "u": self.u,
-        }
+    def row_domains(self) -> list[str]:
+        return [DOMAINS[d] for d in self.dom_idx]
 
-
-class LazyRecords(Sequence[Record]):
-    def __init__(self, src: SyntheticSource) -> None:
-        self.src = src
-
-    def __len__(self) -> int:
-        return self.src.n
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self.src.n))]
-        s = self.src
-        return Record(
-            record_id=f"{i:016x}",
-            domain=DOMAINS[s.dom_idx[i]],
-            source_task_id=f"task-{s.src_idx[i]}",
-            env_id="db",
-            situation="synthetic",
-            a_minus="a > 1",
-            a_plus="a >= 1",
-            condition=s.conds[s.cond_idx[i]],
-            u=float(s.u[i]),
-        )
-
-    def __iter__(self) -> Iterator[Record]:
-        return (self[i] for i in range(self.src.n))
+    def row_domain(self, i: int) -> str:
+        return DOMAINS[self.dom_idx[i]]
 
 
 def make_tasks(n: int, rng: np.random.Generator) -> list[Task]:
