@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
@@ -42,9 +42,13 @@ class CodeDomain(Domain):
     def error_model(self) -> ErrorModel:
         return code_error_model()
 
+    #: moves a record's fix onto another draft as the same kind of edit (None: no site); a
+    #: subclass with edit families of its own (`HumanEvalDomain`) swaps in its own
+    _transfer: ClassVar[Callable[[str, str, str], str | None]] = staticmethod(transfer_contrast)
+
     def apply_contrast(self, task: Task, draft: str, a_minus: str, a_plus: str) -> str | None:
         """The record's fix as the same kind of edit on `draft`, else the token-level default."""
-        moved = transfer_contrast(draft, a_minus, a_plus)
+        moved = self._transfer(draft, a_minus, a_plus)
         if moved is not None and moved != draft:
             return moved
         return super().apply_contrast(task, draft, a_minus, a_plus)

@@ -13,7 +13,7 @@ import builtins
 import json
 import keyword
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from cm_gym.domains.base import Distillation, Edit, ErrorModel, PredicateFn, token_diff
@@ -182,6 +182,8 @@ class HumanEvalDomain(CodeDomain):
     world model runs the problem's own tests (converted to cases) in the sandbox, judged outside."""
 
     name: ClassVar[str] = "humaneval"
+    #: `apply_contrast` (CodeDomain's) moves a fix by HumanEval's edit families, else by tokens
+    _transfer: ClassVar[Callable[[str, str, str], str | None]] = staticmethod(transfer_contrast)
 
     def edit_operators(self, task: Task, action: str) -> list[Edit]:
         return humaneval_edit_operators(task, action)
@@ -197,9 +199,3 @@ class HumanEvalDomain(CodeDomain):
 
     def error_model(self) -> ErrorModel:
         return humaneval_error_model()
-
-    def apply_contrast(self, task: Task, draft: str, a_minus: str, a_plus: str) -> str | None:
-        moved = transfer_contrast(draft, a_minus, a_plus)
-        if moved is not None and moved != draft:
-            return moved
-        return super(CodeDomain, self).apply_contrast(task, draft, a_minus, a_plus)
