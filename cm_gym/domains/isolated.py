@@ -13,10 +13,10 @@ the evaluator built with ``isolated=False`` checks in the worker and the Outcome
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from cm_gym.types import Outcome, Task
+from cm_gym.types import Action, AgentState, Outcome, Task
 
 TASK_FIELDS = ("task_id", "domain", "prompt", "env_id", "reference", "context", "family")
 
@@ -146,3 +146,51 @@ class IsolatedChecks:
         state = self.__dict__.copy()
         state["_worker"] = None  # a copy in another process starts its own worker
         return state
+
+
+class IsolatedEvaluator:
+    """The `Evaluator` methods shared by world models that check in `IsolatedChecks` (SAT, SMT):
+    one check, batches of checks in one worker round trip, closing the worker. A subclass sets
+    `calls`, `isolated` and `_checks`, defines `check_here(task, text)` and may refuse an action
+    before any round trip (`refusal`)."""
+
+    calls: int
+    isolated: bool
+    _checks: IsolatedChecks
+
+    def check_here(self, task: Task, text: str) -> Outcome:  # pragma: no cover - subclasses define it
+        raise NotImplementedError
+
+    def refusal(self, text: str) -> Outcome | None:
+        """The Outcome that refuses `text` without checking it (None: check it). Default: None."""
+        return None
+
+    def check(self, state: AgentState, action: Action) -> Outcome:
+        """Score `action` for `state.task` (never raises; never mutates the state)."""
+        self.calls += 1
+        text = action.text if isinstance(action, Action) else str(action)
+        refused = self.refusal(text)
+        if refused is not None:
+            return refused
+        if self.isolated:
+            return self._checks.check(state.task, text)
+        return self.check_here(state.task, text)
+
+    def close(self) -> None:
+        """Stop the checking worker (the next check starts a new one)."""
+        self._checks.close()
+
+    def check_many(self, state: AgentState, actions: Sequence[Action]) -> list[Outcome]:
+        """The optional `Evaluator` batch: independent actions from one state (construction's
+        alternatives), in one worker round trip when they all end within one check's bounds."""
+        return self.check_batch([(state, action) for action in actions])
+
+    def check_batch(self, pairs: Sequence[tuple[AgentState, Action]]) -> list[Outcome]:
+        """`check` for many (state, action) pairs, in one worker round trip where the batch ends
+        within one check's bounds (each pair is checked alone otherwise): for loaders probing
+        every reference of a folder."""
+        self.calls += len(pairs)
+        items = [(state.task, action.text) for state, action in pairs]
+        if self.isolated:
+            return self._checks.check_many(items)
+        return [self.check_here(task, text) for task, text in items]

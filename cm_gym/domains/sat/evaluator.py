@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from cm_gym.domains.isolated import IsolatedChecks
+from cm_gym.domains.isolated import IsolatedChecks, IsolatedEvaluator
 from cm_gym.domains.sat.dimacs import cached_cnf
 from cm_gym.domains.sat.encoding import CompiledEncoding, compile_encoding
 from cm_gym.domains.sat.errors import EncodingTooLarge, SolverConfigError, SolverRefused
@@ -36,7 +36,7 @@ from cm_gym.domains.sat.solver import (
     parse_config,
     solve,
 )
-from cm_gym.types import Action, AgentState, CmGymError, Outcome, Task
+from cm_gym.types import CmGymError, Outcome, Task
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def _fail(status: str, reason: str, **details: Any) -> Outcome:
     return Outcome(score=0.0, solved=False, feedback=reason, status=status, reason=reason, details=details)
 
 
-class SatEvaluator:
+class SatEvaluator(IsolatedEvaluator):
     """Deterministic SAT world model for both task kinds (see the module docstring).
 
     `conflict_budget` bounds the solve of an *encoding*; `encoding_solver` is the solver used for
@@ -97,34 +97,11 @@ class SatEvaluator:
             "cm_gym.domains.sat.engine", config, time_limit_s=time_limit_s, memory_mb=memory_mb
         )
 
-    def close(self) -> None:
-        """Stop the checking worker (the next check starts a new one)."""
-        self._checks.close()
-
-    def check_many(self, state: AgentState, actions: Sequence[Action]) -> list[Outcome]:
-        """The optional `Evaluator` batch: independent actions from one state (construction's
-        alternatives), in one worker round trip when they all end within one check's bounds."""
-        return self.check_batch([(state, action) for action in actions])
-
-    def check_batch(self, pairs: Sequence[tuple[AgentState, Action]]) -> list[Outcome]:
-        """`check` for many (state, action) pairs, in one worker round trip where the batch ends
-        within one check's bounds (each pair is checked alone otherwise): for loaders probing
-        every reference of a folder."""
-        self.calls += len(pairs)
-        items = [(state.task, action.text) for state, action in pairs]
-        if self.isolated:
-            return self._checks.check_many(items)
-        return [self.check_here(task, text) for task, text in items]
-
-    def check(self, state: AgentState, action: Action) -> Outcome:
-        """Score `action` for `state.task` (never raises; never mutates the state)."""
-        self.calls += 1
-        text = action.text if isinstance(action, Action) else str(action)
+    def refusal(self, text: str) -> Outcome | None:
+        """An over-long action is refused here, before a worker round trip."""
         if len(text) > MAX_ACTION_CHARS:
             return _fail("refused", f"the action has {len(text)} characters; the limit is {MAX_ACTION_CHARS}")
-        if self.isolated:
-            return self._checks.check(state.task, text)
-        return self.check_here(state.task, text)
+        return None
 
     def check_here(self, task: Task, text: str) -> Outcome:
         """The check itself, in this process (no wall-clock or memory bound of its own)."""

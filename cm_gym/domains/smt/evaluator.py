@@ -14,12 +14,12 @@ one that cannot be decided gives status "undecided" — neither solved nor "fals
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import z3
 
-from cm_gym.domains.isolated import IsolatedChecks
+from cm_gym.domains.isolated import IsolatedChecks, IsolatedEvaluator
 from cm_gym.domains.smt.errors import ScriptRefused, SmtConfigError, SmtConfigRefused
 from cm_gym.domains.smt.modelcheck import MODEL_CHECK_RLIMIT, decide_model
 from cm_gym.domains.smt.problems import Problem, check_model
@@ -34,7 +34,7 @@ from cm_gym.domains.smt.solver import (
     python_value,
     run,
 )
-from cm_gym.types import Action, AgentState, CmGymError, Outcome, Task
+from cm_gym.types import CmGymError, Outcome, Task
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def _fail(status: str, reason: str, **details: Any) -> Outcome:
     return Outcome(score=0.0, solved=False, feedback=reason, status=status, reason=reason, details=details)
 
 
-class SmtEvaluator:
+class SmtEvaluator(IsolatedEvaluator):
     """Deterministic SMT world model for both task kinds (see the module docstring).
 
     `rlimit` bounds the check of an *encoding* script; solver tasks use the action's rlimit;
@@ -84,33 +84,6 @@ class SmtEvaluator:
             time_limit_s=time_limit_s,
             memory_mb=int(memory_mb) + MEMORY_HEADROOM_MB,
         )
-
-    def close(self) -> None:
-        """Stop the checking worker (the next check starts a new one)."""
-        self._checks.close()
-
-    def check_many(self, state: AgentState, actions: Sequence[Action]) -> list[Outcome]:
-        """The optional `Evaluator` batch: independent actions from one state (construction's
-        alternatives), in one worker round trip when they all end within one check's bounds."""
-        return self.check_batch([(state, action) for action in actions])
-
-    def check_batch(self, pairs: Sequence[tuple[AgentState, Action]]) -> list[Outcome]:
-        """`check` for many (state, action) pairs, in one worker round trip where the batch ends
-        within one check's bounds (each pair is checked alone otherwise): for loaders probing
-        every reference of a folder."""
-        self.calls += len(pairs)
-        items = [(state.task, action.text) for state, action in pairs]
-        if self.isolated:
-            return self._checks.check_many(items)
-        return [self.check_here(task, text) for task, text in items]
-
-    def check(self, state: AgentState, action: Action) -> Outcome:
-        """Score `action` for `state.task` (never raises; never mutates the state)."""
-        self.calls += 1
-        text = action.text if isinstance(action, Action) else str(action)
-        if self.isolated:
-            return self._checks.check(state.task, text)
-        return self.check_here(state.task, text)
 
     def check_here(self, task: Task, text: str) -> Outcome:
         """The check itself, in this process (no wall-clock or hard memory bound of its own)."""
