@@ -37,7 +37,6 @@ import hashlib
 import logging
 import math
 import multiprocessing
-import sqlite3
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,6 +51,7 @@ from cm_gym.memory.alternatives import AlternativesParser
 from cm_gym.memory.construction import ConstructionConfig, ProgressFn, build_memory
 from cm_gym.memory.distill import DistilParser
 from cm_gym.memory.errors import StoreError
+from cm_gym.memory.schema import sqlite_bytes
 from cm_gym.memory.store import RecordStore
 from cm_gym.memory.summary import BuildSummary
 from cm_gym.types import Action, AgentState, Evaluator, Outcome, Task, check_all
@@ -191,18 +191,8 @@ def _speculate(task: Task, store_bytes: bytes) -> Memo:
     return calls.memo
 
 
-def store_bytes(path: Path) -> bytes:
-    """The committed state of a (WAL-mode) store file, as a consistent single-file copy."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "copy.sqlite"
-        source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        target = sqlite3.connect(str(out))
-        try:
-            source.backup(target)
-        finally:
-            target.close()
-            source.close()
-        return out.read_bytes()
+#: the committed state of a (WAL-mode) store file, as a consistent single-file copy
+store_bytes = sqlite_bytes
 
 
 # -- writer side ---------------------------------------------------------------------------------

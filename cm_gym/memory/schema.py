@@ -16,6 +16,7 @@ import errno
 import logging
 import os
 import sqlite3
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -192,6 +193,22 @@ def connect_ro(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         raise db_error(path, exc) from None
     return conn
+
+
+def sqlite_bytes(path: Path) -> bytes:
+    """The committed state of an SQLite file (WAL included) as one consistent single-file copy, in
+    bytes, via SQLite's backup API (the source is opened read-only): a store to ship to a worker,
+    or an LLM cache to send through Ray's object store."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "copy.sqlite"
+        source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        target = sqlite3.connect(str(out))
+        try:
+            source.backup(target)
+        finally:
+            target.close()
+            source.close()
+        return out.read_bytes()
 
 
 def read_version(conn: sqlite3.Connection, path: Path) -> int:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import sqlite3
 import tarfile
 import tempfile
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
+from cm_gym.memory.schema import sqlite_bytes
 from cm_gym.types import CmGymError
 
 TOKEN_FILE = ".cm_gym-results-id"
@@ -103,18 +103,8 @@ def unpack_dir(data: bytes, dest: Path, *, done_marker: str = "result.json") -> 
     return dest
 
 
-def copy_sqlite(src: Path) -> bytes:
-    """A consistent copy of an SQLite file (WAL included) as bytes, via SQLite's backup API."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "copy.sqlite"
-        source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
-        target = sqlite3.connect(str(out))
-        try:
-            source.backup(target)
-        finally:
-            target.close()
-            source.close()
-        return out.read_bytes()
+#: a consistent copy of an SQLite file (WAL included) as bytes, via SQLite's backup API
+copy_sqlite = sqlite_bytes
 
 
 def materialise(data: bytes, path: Path) -> Path:
