@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from cm_gym.cli._args import add_dataclass_args, dataclass_from_args
-from cm_gym.cli.run import PhaseBar
+from cm_gym.cli.run import with_bars
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,9 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from cm_gym.analysis.calibrate_run import CalibrateConfig, calibration_table, run_calibration
 
     cfg = dataclass_from_args(CalibrateConfig, args)
-    bar = PhaseBar(cfg.progress)
-    result = run_calibration(cfg, progress=bar)
-    bar.close()
+    result = with_bars(run_calibration, cfg)
     print(calibration_table(result))
     print(f"\nresults: {cfg.output_dir() / 'calibrate.json'}; {result.get('seconds', 0.0):.0f} s")
     return 0

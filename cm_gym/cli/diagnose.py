@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from cm_gym.cli._args import add_dataclass_args, dataclass_from_args
-from cm_gym.cli.run import PhaseBar
+from cm_gym.cli.run import with_bars
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,9 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from cm_gym.analysis.plots import write_diagnose_plot
 
     cfg = dataclass_from_args(DiagnoseConfig, args)
-    bar = PhaseBar(cfg.progress)
-    result = run_diagnose(cfg, progress=bar)
-    bar.close()
+    result = with_bars(run_diagnose, cfg)
     plot = write_diagnose_plot(result, cfg.output_dir())
     print(diagnose_table(result))
     print(f"\nresults: {cfg.output_dir() / 'diagnose.json'}; plot: {plot}; {result['seconds']:.0f} s")

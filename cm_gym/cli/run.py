@@ -6,7 +6,9 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from tqdm import tqdm
 
@@ -14,6 +16,8 @@ from cm_gym.cli._args import add_dataclass_args, add_output_options, dataclass_f
 from cm_gym.outputs import claim_out_dir
 from cm_gym.protocol import ProtocolConfig, run_protocol
 from cm_gym.report import results_table, write_plots
+
+R = TypeVar("R")
 
 DESCRIPTION = (
     "The paper's protocol end to end: build verified memory on T_build and freeze it, train one "
@@ -74,6 +78,15 @@ class PhaseBar:
             self.bar = None
 
 
+def with_bars(work: Callable[..., R], cfg: Any) -> R:
+    """``work(cfg, progress=bar)`` under a `PhaseBar` (shown when ``cfg.progress``), closed after:
+    how every long command (run, train, diagnose, calibrate) shows its phases."""
+    bar = PhaseBar(cfg.progress)
+    result = work(cfg, progress=bar)
+    bar.close()
+    return result
+
+
 def llm_line(stats: dict) -> str:
     """One line on what the LLM cost: live calls and tokens vs replies replayed from the cache."""
     if not stats:
@@ -89,9 +102,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = config_from(args)
     claim_out_dir(cfg.out_dir, "run", overwrite=args.overwrite)
     started = time.perf_counter()
-    bar = PhaseBar(cfg.progress)
-    results = run_protocol(cfg, progress=bar)
-    bar.close()
+    results = with_bars(run_protocol, cfg)
     plots = write_plots(results, Path(cfg.out_dir))
     elapsed = time.perf_counter() - started
     results["timings"]["total_seconds"] = elapsed

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from cm_gym.cli._args import add_dataclass_args, add_output_options
-from cm_gym.cli.run import PhaseBar, config_from
+from cm_gym.cli.run import config_from, with_bars
 from cm_gym.outputs import claim_out_dir
 from cm_gym.protocol import ProtocolConfig, train_all
 
@@ -34,9 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     cfg = config_from(args)
     claim_out_dir(cfg.out_dir, "train", overwrite=args.overwrite)
-    bar = PhaseBar(cfg.progress)
-    record = train_all(cfg, progress=bar)
-    bar.close()
+    record = with_bars(train_all, cfg)
     print(f"snapshot: {record['snapshot']}")
     for t in record["training"]:
         print(
