@@ -129,6 +129,11 @@ class Report:
     notes: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
 
+    @staticmethod
+    def lead_paragraph(doc: str | None) -> str:
+        """The first paragraph of a study module's docstring on one line: its report description."""
+        return (doc or "").split("\n\n")[0].replace("\n", " ")
+
     def markdown(self) -> str:
         c = self.config
         lines = [

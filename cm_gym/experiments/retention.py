@@ -70,7 +70,7 @@ def run(study: Study) -> Report:
     report = Report(
         NAME,
         TITLE,
-        __doc__.split("\n\n")[0].replace("\n", " "),
+        Report.lead_paragraph(__doc__),
         cfg.describe(),
         [table],
         dirs,

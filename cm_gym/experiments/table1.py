@@ -146,9 +146,7 @@ def run(study: Study) -> Report:
                 )
             )
             data[f"{a}/{m}/construction"] = totals
-    report = Report(
-        NAME, TITLE, __doc__.split("\n\n")[0].replace("\n", " "), cfg.describe(), [table, build], data=data
-    )
+    report = Report(NAME, TITLE, Report.lead_paragraph(__doc__), cfg.describe(), [table, build], data=data)
     report.directions = directions(study, runs)
     fig = bar_plot(
         study.out_dir / "table1_scores.png",
