@@ -48,8 +48,8 @@ class SmtDomain(Domain):
         return "smt " + "; ".join(parts) if parts else "smt no change"
 
     def edit_kind(self, a_minus: str, a_plus: str) -> str:
-        """The unit kinds that changed ("head", "where", "drop", "budget", ...), without the line
-        or array, so the same kind of edit elsewhere in a draft is an analogous edit."""
+        """The unit kinds that changed ("cmp", "sort", "add", "drop", "rlimit", ...), without the
+        line, so the same kind of edit elsewhere in a draft is an analogous edit."""
         parts = edits.contrast_parts(a_minus, a_plus)
         return "; ".join(sorted({part.split()[0].rstrip(":") for part in parts if part.split()}))
 

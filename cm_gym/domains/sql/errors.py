@@ -88,9 +88,11 @@ def _first_edit(
     return None
 
 
-#: How the simulated LLM treats a shown SQL record: the pooled calibration of `RevisionRates`
-#: (SQL alone fits apply 0.73, overapply 0.21, analogous_disturb 0.57, unrelated_disturb 0.11 —
-#: `cm-gym calibrate --fit --benchmark SQL`; load that file with --revision-rates to use it).
+#: How the simulated LLM treats a shown SQL record: `RevisionRates`' defaults, shared by every
+#: built-in domain — one least-squares fit pooled over SQL, SAT and SMT to the paper's Fig. 4d and
+#: App. E.3 (apply 0.665, overapply 0.205, unrelated_disturb 0.094, match/analogous disturb 0; where
+#: they come from: `RevisionRates`, `cm_gym.analysis.calibrate`, the README). A SQL-only fit:
+#: `cm-gym calibrate --fit --benchmark SQL`, loaded with --revision-rates.
 SQL_REVISION = RevisionRates()
 
 
