@@ -31,16 +31,9 @@ def strip_docstrings(source: str) -> str:
     return "".join(line for i, line in enumerate(lines) if i not in drop).rstrip() + "\n"
 
 
-_REPAIR_TO_BUG = {
-    "flip_comparison": "flipped_comparison",
-    "reverse_comparison": "flipped_comparison",
-    "plus_one": "off_by_one",
-    "minus_one": "off_by_one",
-    "swap_arguments": "swapped_arguments",
-    "change_variable": "wrong_variable",
-    "change_operator": "wrong_operator",
-    "change_return": "wrong_return",
-}
+#: a repair's kind → the bug class it fixes: the mutation table without its base-case kinds (a
+#: repair that adds or removes a base case is labelled "other")
+_REPAIR_TO_BUG = {k: v for k, v in KIND_TO_BUG_CLASS.items() if not k.endswith("_base_case")}
 _CMP_TOKENS = {"<", "<=", ">", ">=", "==", "!=", "in", "not in"}
 _ARITH_TOKENS = {
     "+",
