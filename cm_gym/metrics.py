@@ -230,6 +230,15 @@ def per_task(per_seed: Sequence[Sequence[Mapping[str, Any]]], key: str = "score"
     return {t: sums[t] / counts[t] for t in sums}
 
 
+def bootstrap_means(values: Any, resamples: int, seed: int) -> Any:
+    """The means of `resamples` seeded resamples (with replacement) of the 1-d array `values`: the
+    percentile bootstrap behind `paired_bootstrap` and the experiments' CIs (`experiments.stats`)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
+
+
 def paired_bootstrap(
     treated: Mapping[str, float],
     baseline: Mapping[str, float],
@@ -246,8 +255,7 @@ def paired_bootstrap(
     if not common:
         return {"diff": None, "lo": None, "hi": None, "n_tasks": 0, "level": level}
     d = np.array([treated[t] - baseline[t] for t in common], dtype=float)
-    rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
+    means = bootstrap_means(d, n_boot, seed)
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
     return {

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.metrics import bootstrap_means
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -46,12 +48,6 @@ def per_task(
     return {t: float(np.mean(v)) for t, v in sums.items()}
 
 
-def _resample_means(values: np.ndarray, resamples: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(values), size=(resamples, len(values)))
-    return values[idx].mean(axis=1)
-
-
 def mean_ci(
     values: Mapping[str, float] | Sequence[float], resamples: int = 2000, seed: int = 0, level: float = 0.95
 ) -> Estimate:
@@ -61,7 +57,7 @@ def mean_ci(
         return Estimate(None)
     if arr.size == 1 or resamples <= 0:
         return Estimate(float(arr.mean()), float(arr.mean()), float(arr.mean()), int(arr.size))
-    means = _resample_means(arr, resamples, seed)
+    means = bootstrap_means(arr, resamples, seed)
     a = (1.0 - level) / 2.0
     return Estimate(
         float(arr.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1 - a)), int(arr.size)
