@@ -100,7 +100,7 @@ def main() -> None:
             result_fingerprint(a) == result_fingerprint(b) for a, b in zip(serial, on_ray, strict=True)
         )
         print(
-            f"sweep: {n} units (SQL, react, quick sizes, {args.seeds} selector seeds), {os.cpu_count()} CPUs"
+            f"sweep: {n} units (SQL, react, {args.size} sizes, {args.seeds} selector seeds), {os.cpu_count()} CPUs"
         )
         print(f"serial runner:             {t_serial:7.1f} s")
         print(
