@@ -81,7 +81,10 @@ def test_programs_that_redefine_the_helpers_fail(rows: list[dict]) -> None:
     # every helper problem as the loader judges it (a task of /38 may have no injected bug: the
     # suite is the same, built by the loader's own code)
     chosen = {r["task_id"]: r for r in rows if r["task_id"] in HELPER_PROBLEMS}
-    tasks = {p: _task(r, _suite(r, LoadReport()), InjectedBug("value", r["prompt"], "probe")) for p, r in chosen.items()}
+    tasks = {
+        p: _task(r, _suite(r, LoadReport()), InjectedBug("value", r["prompt"], "probe"))
+        for p, r in chosen.items()
+    }
     ev = HumanEvalDomain().make_evaluator()
     try:
         for problem, programs in _REDEFINE.items():
