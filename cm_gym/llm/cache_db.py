@@ -273,7 +273,7 @@ def inspect_cache_file(path: Path) -> bool:
         raise CacheCorruptError(
             f"{path} is not an SQLite file (a cm_gym response cache is); it was not changed"
         )
-    if Path(f"{path}.manifest.json").exists():
+    if Path(f"{path}.manifest.json").exists() or Path(f"{Path(path).resolve()}.manifest.json").exists():
         raise CacheCorruptError(
             f"{path} is a frozen memory snapshot (it has a manifest), not a response cache; it was not "
             "changed: pass --llm-cache a response cache file"

@@ -226,16 +226,22 @@ def _row(
             payload = request_payload(
                 request["identity"], request["template"], request["version"], request["messages"]
             )
-        except (KeyError, TypeError) as exc:
-            raise CacheCorruptError(f"{where}: malformed request: {exc}") from exc
+        except (KeyError, TypeError, ValueError) as exc:  # ValueError: a lone surrogate, a bad pair list
+            raise CacheCorruptError(f"{where}: malformed request ({type(exc).__name__})") from None
         if hashlib.sha256(payload).hexdigest() != obj["key"] or request["template"] != obj["template"]:
             raise CacheCorruptError(
                 f"{where}: key {obj['key'][:12]} is not the hash of its request (edited?)"
             )
         blob = zlib.compress(payload)
     created = obj.get("created")
-    stamp = float(created) if isinstance(created, int | float) else 0.0
-    return obj["key"], obj["template"], json.dumps(value, sort_keys=True, ensure_ascii=False), stamp, blob
+    try:
+        stored = json.dumps(value, sort_keys=True, ensure_ascii=False)
+        for text in (stored, obj["key"], obj["template"]):
+            text.encode("utf-8")  # a lone surrogate (valid JSON escape) cannot be stored
+        stamp = float(created) if isinstance(created, int | float) else 0.0
+    except (ValueError, OverflowError) as exc:
+        raise CacheCorruptError(f"{where}: a value that cannot be stored ({type(exc).__name__})") from None
+    return obj["key"], obj["template"], stored, stamp, blob
 
 
 @dataclass

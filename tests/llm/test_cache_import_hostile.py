@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from cm_gym.cli import main
 from cm_gym.llm.base import DRAFT_ACTION
 from cm_gym.llm.cache import CachedLLM, ResponseCache
-from cm_gym.llm.cache_io import FORMAT, MAX_LINE_BYTES, export_cache, read_export
+from cm_gym.llm.cache_io import FORMAT, MAX_LINE_BYTES, export_cache, merge_export, read_export
 from cm_gym.llm.errors import CacheCorruptError, CacheError
 from cm_gym.llm.simulated import SimulatedLLM
 from cm_gym.memory.schema import manifest_path
@@ -220,3 +220,46 @@ def test_property_any_file_is_imported_or_refused_in_one_line(
         read_export(path, allow_unverified=True)
     except CacheError as exc:
         assert "\n" not in str(exc)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(10**400), max_value=10**400) | st.floats()
+    | st.text(max_size=6) | st.just("\ud800"),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
+    max_leaves=12,
+)  # fmt: skip
+_ENTRY = st.fixed_dictionaries(
+    {"key": st.text(max_size=8) | st.just("\udfff"), "template": st.text(max_size=8)},
+    optional={
+        "value": st.fixed_dictionaries({"text": st.text(max_size=5) | st.just("\ud800")},
+                                       optional={"prompt_tokens": _JSON, "completion_tokens": _JSON}),
+        "request": _JSON | st.fixed_dictionaries({"identity": _JSON, "template": _JSON, "version": _JSON,
+                                                  "messages": _JSON}),
+        "created": _JSON,
+    },
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=st.lists(_ENTRY, min_size=1, max_size=4), unverified=st.booleans())
+def test_property_entry_shaped_lines_are_imported_or_refused_in_one_line(
+    tmp_path: Path, entries: list[dict], unverified: bool
+) -> None:
+    """Entries whose fields have any JSON type and value (huge integers, lone surrogates, pair
+    lists as identities) are verified and stored, or refused with one `CacheError` line."""
+    lines = [json.dumps(e) for e in entries]
+    digest = hashlib.sha256(
+        "".join(line + "\n" for line in lines).encode("utf-8", "surrogatepass")
+    ).hexdigest()
+    text = "\n".join([json.dumps({"format": FORMAT, "version": 1}), *lines,
+                      json.dumps({"end": True, "entries": len(lines), "sha256": digest})]) + "\n"  # fmt: skip
+    path = tmp_path / "entries.jsonl"
+    path.write_bytes(text.encode("utf-8", "surrogatepass"))
+    cache = ResponseCache(tmp_path / "c.sqlite", "rw")
+    try:
+        export = read_export(path, allow_unverified=unverified)
+        merge_export(cache, export, skip_conflicts=True)
+    except CacheError as exc:
+        assert "\n" not in str(exc)
+    finally:
+        cache.close()
