@@ -8,6 +8,7 @@ runs check the whole path."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -22,7 +23,7 @@ from cm_gym.domains.math.assumptions import (
     parse_assumptions,
     read_locate,
 )
-from cm_gym.domains.math.coqtool import coq_install
+from cm_gym.domains.math.coqtool import CoqInstall, coq_install
 from cm_gym.domains.math.hostile import CORPUS, hostile_task
 from cm_gym.domains.math.statement import parse_statement
 from cm_gym.domains.math.trust import ALLOWED_AXIOMS, allowed_libraries
@@ -45,6 +46,17 @@ REALS_LOCATED = {
         "Coq.Logic.FunctionalExtensionality.functional_extensionality_dep"
     ),
 }
+
+
+@pytest.fixture(scope="module")
+def install() -> CoqInstall:
+    """The installed Coq (skipped without it outside CI, a failure in CI)."""
+    try:
+        return coq_install()
+    except ToolNotFoundError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"coqc is missing in CI: {exc}")
+        pytest.skip(str(exc))
 
 
 # -- the parser and the judge on recorded answers ----------------------------------------------
@@ -184,15 +196,13 @@ def test_library_list_is_fixed_and_leaves_out_what_proves_false() -> None:
 
 
 @pytest.mark.data
-def test_every_library_the_statements_and_references_need_is_on_the_list(shared_data: Path) -> None:
+def test_every_library_the_statements_and_references_need_is_on_the_list(
+    shared_data: Path, install: CoqInstall
+) -> None:
     from cm_gym.domains.math.loader import load_minif2f_tasks
     from cm_gym.domains.math.proofs import read_table
     from cm_gym.domains.math.script import parse_script
 
-    try:
-        install = coq_install()
-    except ToolNotFoundError as exc:
-        pytest.skip(str(exc))
     names = {r for t in load_minif2f_tasks(shared_data, proved_only=False) for r in t.meta["requires"]}
     names |= {r for s in read_table()["proofs"].values() for r in parse_script(s).requires}
     resolved = set()
@@ -239,11 +249,7 @@ Set Guard Checking.
 
 
 @pytest.mark.coq
-def test_one_coqc_run_judges_every_spelling_by_full_name(tmp_path: Path) -> None:
-    try:
-        install = coq_install()
-    except ToolNotFoundError as exc:
-        pytest.skip(str(exc))
+def test_one_coqc_run_judges_every_spelling_by_full_name(tmp_path: Path, install: CoqInstall) -> None:
     lines = [_BATCH_PREFIX]
     queries = (*ALLOWED_AXIOMS, "task.own_false", "task.sig_forall_dec")
     for name, (script, _) in _BATCH_THEOREMS.items():
