@@ -203,7 +203,7 @@ def test_the_total_size_is_capped(tmp_path: Path, export: Path) -> None:
         read_export(export, max_bytes=100)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(st.one_of(st.binary(max_size=80), st.text(max_size=80).map(str.encode),
                                 st.recursive(st.none() | st.integers() | st.text(max_size=5),
                                              lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
@@ -240,7 +240,7 @@ _ENTRY = st.fixed_dictionaries(
 )  # fmt: skip
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entries=st.lists(_ENTRY, min_size=1, max_size=4), unverified=st.booleans())
 def test_property_entry_shaped_lines_are_imported_or_refused_in_one_line(
     tmp_path: Path, entries: list[dict], unverified: bool

@@ -87,7 +87,7 @@ def test_a_hostile_manifest_is_one_line_on_open_and_in_verify(snapshot: Path, na
     assert err.startswith("cm-gym: error:") and "\n" not in err and "Recursion" not in err, err
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     value=st.recursive(
         st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

@@ -22,8 +22,10 @@ short name alone.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
+_IDENT = re.compile(r"[^\W\d][\w']*")
 LIBRARIES_FILE = Path(__file__).parent / "data" / "allowed_libraries.txt"
 #: the logical name of the file the checker writes (``task.v``): statement axioms live under it
 STATEMENT_LIBRARY = "task"
@@ -59,5 +61,6 @@ def library_allowed(full_name: str) -> bool:
 
 
 def statement_axioms(declared: tuple[str, ...]) -> tuple[str, ...]:
-    """The fully qualified names of the axioms a statement declares (``task.<name>``)."""
-    return tuple(f"{STATEMENT_LIBRARY}.{name}" for name in declared)
+    """The fully qualified names of the axioms a statement declares (``task.<name>``; anything
+    that is not a plain identifier is left out, so no name can change the check file)."""
+    return tuple(f"{STATEMENT_LIBRARY}.{name}" for name in declared if _IDENT.fullmatch(name))

@@ -126,8 +126,9 @@ def test_locate_gives_the_shortest_name_of_exactly_the_queried_constant() -> Non
     assert read_locate(f"Notation {full}\n", full) == ""
 
 
-_NAME = st.from_regex(r"[A-Za-z_][A-Za-z0-9_']{0,12}(\.[A-Za-z_][A-Za-z0-9_']{0,12}){0,3}", fullmatch=True)
-_TYPE_LINE = st.from_regex(r"[A-Za-z0-9_ ()>:=/\\~,.{}+-]{1,60}", fullmatch=True).map(str.strip).filter(bool)
+_IDENT = st.text("abcxyzAZ_'0123456789", min_size=1, max_size=10).map(lambda s: "a" + s)
+_NAME = st.lists(_IDENT, min_size=1, max_size=4).map(".".join)
+_TYPE_LINE = st.text("abcnatZR:=-> ()/\\~,.{}+", min_size=1, max_size=50).map(lambda s: "T" + s.strip())
 
 
 def _render_axiom(name: str, lines: list[str], inline: bool, indent: int) -> str:
@@ -137,7 +138,7 @@ def _render_axiom(name: str, lines: list[str], inline: bool, indent: int) -> str
     return f"{name}\n{pad}: {lines[0]}" + "".join(f"\n{pad}  {line}" for line in lines[1:])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     axioms=st.lists(
         st.tuples(_NAME, st.lists(_TYPE_LINE, min_size=1, max_size=4), st.booleans(), st.integers(1, 6)),
@@ -174,7 +175,7 @@ def test_property_every_printed_axiom_is_found_and_judged(
     assert set(verdict.disallowed) == {a[0] for a in axioms[cut:]}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.text(max_size=400))
 def test_property_parser_never_raises_and_never_calls_arbitrary_text_clean(text: str) -> None:
     entries = parse_assumptions(text)
