@@ -41,7 +41,7 @@ from cm_gym.paths import DataFileError, open_regular_file
 FORMAT = "cm_gym.llm_cache_export"
 FORMAT_VERSION = 1
 MAX_LINE_BYTES = 16 << 20
-MAX_IMPORT_BYTES = 2 << 30
+MAX_IMPORT_BYTES = 1 << 30
 MAX_JSON_DEPTH = 32
 
 
@@ -259,15 +259,23 @@ def read_export(
     """Read and verify the whole export file `path` (module docstring); nothing is opened but it."""
     report = ImportReport()
     rows: dict[str, tuple[str, str, str, float, bytes | None]] = {}
-    for lineno, obj in _entries(path, max_bytes):
-        row = _row(path, lineno, obj, allow_unverified)
-        report.read += 1
-        report.unverified += row[4] is None
-        if row[0] in rows:
-            if json.loads(rows[row[0]][2])["text"] != json.loads(row[2])["text"]:
-                report.conflicts.append(f"{row[0][:12]} ({row[1]}, twice in the file with different replies)")
-            continue
-        rows[row[0]] = row
+    try:
+        for lineno, obj in _entries(path, max_bytes):
+            row = _row(path, lineno, obj, allow_unverified)
+            report.read += 1
+            report.unverified += row[4] is None
+            if row[0] in rows:
+                if json.loads(rows[row[0]][2])["text"] != json.loads(row[2])["text"]:
+                    report.conflicts.append(
+                        f"{row[0][:12]} ({row[1]}, twice in the file with different replies)"
+                    )
+                continue
+            rows[row[0]] = row
+    except MemoryError:
+        rows.clear()
+        raise CacheCorruptError(
+            f"{path} is too large to verify in this process's memory; nothing was imported"
+        ) from None
     return VerifiedExport(path, rows, report)
 
 
