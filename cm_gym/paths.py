@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from cm_gym.types import CmGymError
 
@@ -63,31 +64,39 @@ class DataFileError(CmGymError):
     """A data file cannot be read as text: missing, not a regular file, too large or not UTF-8."""
 
 
-def read_data_file(path: str | Path, max_bytes: int) -> str:
-    """The UTF-8 text of a regular file of at most `max_bytes` bytes.
+def open_regular_file(path: str | Path) -> BinaryIO:
+    """`path` opened for binary reading, only when it is a regular file (symlinks followed).
 
     The file is opened without blocking and checked with ``fstat`` before a byte is read, so a
-    FIFO, a device or a socket named like a data file is refused instead of hanging the reader,
-    and a file that grows while it is read is cut off at the limit and refused."""
+    FIFO, a device (``/dev/zero``), a socket or a link to one of them is refused instead of
+    hanging or flooding the reader. `DataFileError` (one line) otherwise."""
     p = Path(path)
     try:
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise DataFileError(f"{p}: cannot read ({exc.strerror or exc})") from None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise DataFileError(f"{p}: not a regular file (a FIFO, device or socket is refused)")
-        if info.st_size > max_bytes:
-            raise DataFileError(f"{p}: {info.st_size} bytes exceed the limit of {max_bytes}")
-        with os.fdopen(fd, "rb", closefd=True) as fh:
-            fd = -1
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise DataFileError(f"{p}: not a regular file (a FIFO, device, socket or folder is refused)")
+        return os.fdopen(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_data_file(path: str | Path, max_bytes: int) -> str:
+    """The UTF-8 text of a regular file of at most `max_bytes` bytes (`open_regular_file`: a FIFO
+    or device is refused before a byte is read); a file that grows while it is read is cut off at
+    the limit and refused."""
+    p = Path(path)
+    with open_regular_file(p) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > max_bytes:
+            raise DataFileError(f"{p}: {size} bytes exceed the limit of {max_bytes}")
+        try:
             data = fh.read(max_bytes + 1)
-    except OSError as exc:
-        raise DataFileError(f"{p}: cannot read ({exc.strerror or exc})") from None
-    finally:
-        if fd >= 0:
-            os.close(fd)
+        except OSError as exc:
+            raise DataFileError(f"{p}: cannot read ({exc.strerror or exc})") from None
     if len(data) > max_bytes:
         raise DataFileError(f"{p}: more than {max_bytes} bytes")
     try:

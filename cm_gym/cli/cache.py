@@ -12,7 +12,9 @@ cm-gym cache export OUT [--llm-cache PATH]          (JSON Lines; OUT ending in .
 cm-gym cache import FILE [--llm-cache PATH] [--skip-conflicts] [--allow-unverified]
 
 PATH defaults to the default response cache, ``$CM_GYM_CACHE/llm/responses.sqlite``. Export and
-stats never write to the cache; import verifies the whole file first and adds everything in one
+stats never write to the cache; import reads FILE as untrusted (a regular file only, size and
+nesting caps), verifies the whole of it first, opens PATH only after a read-only look shows it is
+a response cache (never a memory snapshot or another SQLite file), and adds everything in one
 transaction, or nothing.
 """
 
@@ -104,12 +106,11 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from cm_gym.llm.cache_io import import_cache
+    from cm_gym.llm.cache_io import merge_export, read_export
 
+    export = read_export(args.file, allow_unverified=args.allow_unverified)  # before the cache is opened
     with _cache(args, "rw") as cache:
-        report = import_cache(
-            cache, args.file, skip_conflicts=args.skip_conflicts, allow_unverified=args.allow_unverified
-        )
+        report = merge_export(cache, export, skip_conflicts=args.skip_conflicts)
         print(
             f"imported {report.added:,} new entries into {cache.path} ({report.read:,} read, "
             f"{report.present:,} already cached, {report.unverified:,} unverified)"

@@ -164,6 +164,7 @@ def run_stats(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    from cm_gym.memory.manifest import is_sealed
     from cm_gym.memory.schema import connect_ro, integrity_ok
     from cm_gym.memory.snapshot import FrozenStore
 
@@ -174,6 +175,11 @@ def run_verify(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     print(f"{args.store}: sha256 matches manifest; {len(snap)} records; integrity {'ok' if ok else 'FAILED'}")
+    sealed = is_sealed(snap.manifest)
+    print(
+        "manifest: "
+        + ("sealed (every field hashed)" if sealed else "format 1, unsealed (freeze again to seal it)")
+    )
     if "ann" in snap.manifest:
         loaded = not snap.ann_problem and snap.ann_index is not None
         state = snap.ann_problem or ("sha256 matches manifest" if loaded else "not checked (no faiss-cpu)")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -56,10 +55,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--workers", type=int, default=None, help="backend worker threads (default min(32, 4*CPUs))"
     )
-    p.add_argument(
+    key = p.add_mutually_exclusive_group()
+    key.add_argument(
+        "--api-key-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="require 'Authorization: Bearer KEY' with KEY read from FILE (default: $CM_GYM_API_KEY; "
+        "neither: no authentication)",
+    )
+    key.add_argument(
         "--api-key",
-        default=os.environ.get("CM_GYM_SERVER_API_KEY"),
-        help="require 'Authorization: Bearer KEY' (default $CM_GYM_SERVER_API_KEY; none: open)",
+        default=None,
+        help="the key on the command line (works, but every local user can read it in the process "
+        "list: prefer --api-key-file or $CM_GYM_API_KEY)",
     )
     p.set_defaults(func=run)
 
@@ -86,6 +95,9 @@ class BenchmarkTaskLookup:
 
 
 def run(args: argparse.Namespace) -> int:
+    from cm_gym.llm.apikey import resolve_key
+
+    api_key = resolve_key(args.api_key, args.api_key_file)  # refused before anything is loaded
     from cm_gym.llm.errors import LLMError
     from cm_gym.llm.factory import make_llm
     from cm_gym.llm.server import make_server
@@ -104,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         cache_path=args.llm_cache,
         cache_mode=args.llm_cache_mode,
     )
-    options: dict[str, Any] = {"latency_s": args.latency_ms / 1000.0, "api_key": args.api_key}
+    options: dict[str, Any] = {"latency_s": args.latency_ms / 1000.0, "api_key": api_key}
     if args.workers is not None:
         options["workers"] = args.workers
     try:

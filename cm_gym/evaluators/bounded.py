@@ -8,12 +8,19 @@ the stack while loading) and `check_plain` then walks the value without recursio
 values nested deeper than `max_depth` or holding more than `max_nodes` items (shared references
 and cycles count every time they are reached), so that comparing, hashing or printing it later
 cannot raise `RecursionError` or blow up memory.
+
+`loads_sequences` is stricter, for replies that may only hold tuples, lists and atoms (the wire
+tables of `wire.py`): every opcode is checked against an allow-list *before* the C unpickler runs,
+so no dict, set or frozenset is ever built from the sender's keys (colliding keys would keep the
+C code busy for minutes, where no deadline signal can stop it) and no integer is parsed from text.
+The scan is Python code, so a deadline (an alarm) interrupts it.
 """
 
 from __future__ import annotations
 
 import io
 import pickle
+import pickletools
 from typing import Any
 
 from cm_gym.types import CmGymError
@@ -26,6 +33,14 @@ _ALLOWED_GLOBALS = {("builtins", "complex"), ("builtins", "bytearray"), ("builti
 DEFAULT_MAX_BYTES = 64 << 20
 DEFAULT_MAX_DEPTH = 100
 DEFAULT_MAX_NODES = 5_000_000
+#: what pickle.dumps of tuples, lists and atoms emits (protocols 2-5), and nothing else
+SEQUENCE_OPCODES = frozenset(
+    {"PROTO", "FRAME", "STOP", "MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET",
+     "MARK", "POP", "POP_MARK", "DUP", "EMPTY_LIST", "APPEND", "APPENDS", "LIST", "EMPTY_TUPLE", "TUPLE",
+     "TUPLE1", "TUPLE2", "TUPLE3", "NONE", "NEWTRUE", "NEWFALSE", "BININT", "BININT1", "BININT2", "LONG1",
+     "LONG4", "BINFLOAT", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "SHORT_BINBYTES", "BINBYTES",
+     "BINBYTES8"}
+)  # fmt: skip
 
 
 class UntrustedValueError(CmGymError):
@@ -96,3 +111,21 @@ def loads_plain(
         raise UntrustedValueError("malformed (data after the end)")
     check_plain(value, max_depth=max_depth, max_nodes=max_nodes)
     return value
+
+
+def loads_sequences(
+    data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, max_depth: int = DEFAULT_MAX_DEPTH
+) -> Any:
+    """Like `loads_plain`, for pickles of tuples, lists and atoms only (see module doc): any other
+    opcode is an `UntrustedValueError` before anything is built."""
+    if len(data) > max_bytes:
+        raise UntrustedValueError(f"{len(data)} bytes, more than the limit of {max_bytes}")
+    try:
+        for op, _arg, _pos in pickletools.genops(data):
+            if op.name not in SEQUENCE_OPCODES:
+                raise UntrustedValueError(f"not a plain sequence: pickle opcode {op.name}")
+    except UntrustedValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a malformed pickle
+        raise UntrustedValueError(f"malformed ({type(exc).__name__})") from None
+    return loads_plain(data, max_bytes=max_bytes, max_depth=max_depth)

@@ -9,7 +9,15 @@ so the test's own assertions run here on values the program sent back by value. 
 program does — walking its interpreter's frames, overwriting comparison helpers, printing fake
 reports — can reach a verdict: they live in another process, under another uid, and its replies
 are read as bounded plain data. A per-test wall-clock deadline holds for the judge's own work on
-the test too (an alarm), so a cyclic structure sent back cannot hang a trusted test loop.
+the test too (an alarm, in both modes: reading and decoding the reply, comparing it), so a cyclic
+structure sent back cannot hang a trusted test loop; decoding does no unbounded work in C (where an
+alarm cannot interrupt it: `wire.py`).
+
+In pytest mode only the entry point and the functions the suite lists as the program's come from
+the program: names the test file binds from elsewhere (HumanEval's helpers such as ``poly`` or
+``encode_shift``, imported from a frozen copy of the task's reference module among the suite's
+judge-side files) are the judge's own, so a program that redefines them changes nothing the test
+calls.
 """
 
 from __future__ import annotations
@@ -121,17 +129,36 @@ def _run_cases(prog: ProgramSession, suite: TestSuite, budget_end: float, limits
             results.append([case.name, "timeout", why])
             continue
         timeout = min(per_test, budget_end - time.perf_counter())
-        res = prog.eval(case.expr, {"input_data": case.input}, function=suite.function, timeout=timeout)
-        if not res.ok:
-            status, msg = _failed_call(res, per_test, limits)
-            results.append([case.name, status, msg])
-            continue
         try:
-            ok, msg = compare(case, res.value, suite.function)
-        except (RecursionError, MemoryError, Exception) as exc:  # noqa: BLE001 - a hostile value
-            ok, msg = False, f"the result cannot be compared ({type(exc).__name__})"
-        results.append([case.name, "pass" if ok else "fail", "" if ok else msg])
+            with _deadline(timeout + 0.5):
+                results.append([case.name, *_run_case(prog, case, suite, timeout, limits)])
+        except _Stop:
+            prog._stop()  # interrupted mid-call or mid-decode: the process state is unknown
+            results.append([case.name, "timeout", f"timed out after {per_test:g}s (checking the result)"])
     return results
+
+
+def _run_case(prog: ProgramSession, case: Any, suite: TestSuite, timeout: float, limits: Limits) -> list[str]:
+    res = prog.eval(case.expr, {"input_data": case.input}, function=suite.function, timeout=timeout)
+    if not res.ok:
+        return list(_failed_call(res, float(suite.per_test_timeout), limits))
+    try:
+        ok, msg = compare(case, res.value, suite.function)
+    except (RecursionError, MemoryError, Exception) as exc:  # noqa: BLE001 - a hostile value
+        ok, msg = False, f"the result cannot be compared ({type(exc).__name__})"
+    return ["pass" if ok else "fail", "" if ok else msg]
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise `_Stop` ("timeout") in this (main) thread after `seconds` of wall-clock time."""
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, max(0.001, seconds))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 # -- pytest mode -------------------------------------------------------------------------------
@@ -213,10 +240,9 @@ def _site(tb: Any, path: str) -> str:
 
 def _run_one(run: _PytestRun, fn: Any, kwargs: dict[str, Any], path: str) -> tuple[str, str]:
     remaining = min(run.per_test, run.deadline - time.perf_counter())
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, max(0.001, remaining + 0.5))
     try:
-        fn(**kwargs)
+        with _deadline(remaining + 0.5):
+            fn(**kwargs)
         return "pass", ""
     except AssertionError as exc:
         site = _site(exc.__traceback__, path)
@@ -232,9 +258,6 @@ def _run_one(run: _PytestRun, fn: Any, kwargs: dict[str, Any], path: str) -> tup
     except BaseException as exc:  # noqa: BLE001 - the test (or the program's exception) failed it
         text = str(exc)[:500]
         return "error", type(exc).__name__ + (f": {text}" if text else "")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _run_pytest(

@@ -12,8 +12,9 @@ every verdict:
 Arguments and results travel by value with identity preserved (`wire.py`): objects of the plain
 classes the caller sends (e.g. linked-list or graph nodes) come back updated in place (call by
 copy-restore), and the program may only answer with plain data and those classes. Replies are
-read with `bounded.loads_plain` (size, depth and item caps) and decoded without recursion, so
-no reply can crash the caller. After a timeout, crash or memory kill the process (and every
+read with `bounded.loads_sequences` (tuples, lists and atoms only; size, depth and item caps)
+and decoded without recursion and with bounded hashing (`wire.py`), so no reply can crash the
+caller or keep it busy in C code past its deadline. After a timeout, crash or memory kill the process (and every
 process of its run) is killed; the next call starts a fresh one. Memory is capped for the whole
 run (`Limits.memory_mb`, summed over its processes).
 """
@@ -33,7 +34,7 @@ from typing import Any
 from cm_gym.evaluators import wire
 from cm_gym.evaluators._frames import HEADER, write_frame
 from cm_gym.evaluators._process import MemoryWatch, wait_readable
-from cm_gym.evaluators.bounded import UntrustedValueError, loads_plain
+from cm_gym.evaluators.bounded import UntrustedValueError, loads_sequences
 from cm_gym.evaluators.sandbox import Limits, Sandbox, Session
 
 _HERE = Path(__file__).parent
@@ -171,7 +172,7 @@ class ProgramSession:
             return self._fail(why, "" if why != "crash" else self._exit_text())
         assert data is not None
         try:
-            reply = loads_plain(data, max_bytes=MAX_REPLY_BYTES, max_depth=8)
+            reply = loads_sequences(data, max_bytes=MAX_REPLY_BYTES, max_depth=8)
         except UntrustedValueError as exc:
             return self._fail("error", f"unreadable reply from the program: {exc}")
         return self._reply(reply, objects)

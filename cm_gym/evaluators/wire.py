@@ -18,7 +18,13 @@ judge. `encode(..., known=objects)` gives `objects` the first table indices, in 
 copy-restore, so a function that relinks the nodes it was passed (``reverse_linked_list``)
 relinks the judge's own nodes, and ``result is node1`` holds.
 
-Every size is bounded by the caller's limits; malformed tables raise `WireError` only.
+Every size is bounded by the caller's limits; malformed tables raise `WireError` only. Decoding
+never does unbounded work in C, where a deadline (a signal) cannot interrupt it: integers are
+capped at `MAX_INT_BITS`, tuples / frozensets / iterators nest at most `MAX_FROZEN_DEPTH` deep (a
+hash of a deeper chain recurses in C), and before a dict, set or frozenset is built its keys are
+hashed under a budget (`MAX_HASH_WORK`, counting a tuple's hash as the work of all it holds, shared
+parts every time) and refused when more than `MAX_COLLISIONS` of them share one hash value
+(colliding keys make each insertion scan all the others).
 """
 
 import collections
@@ -29,6 +35,9 @@ ATOMS = (type(None), bool, int, float, str, bytes)
 MUTABLE = "lsdqo"
 MAX_ITEMS = 2_000_000
 MAX_INT_BITS = 1 << 16
+MAX_FROZEN_DEPTH = 100
+MAX_COLLISIONS = 32
+MAX_HASH_WORK = 8_000_000
 _PLAIN_MUTABLE = {list: "l", set: "s", dict: "d", collections.deque: "q"}
 
 
@@ -144,6 +153,8 @@ def _check(table, roots, max_items):
             raise WireError("malformed reference")
         if type(s) not in ATOMS and type(s) is not tuple:
             raise WireError("malformed value")
+        if type(s) is int and s.bit_length() > MAX_INT_BITS:
+            raise WireError("an integer is too large to check")
 
 
 def _all_slots(table, roots):
@@ -200,8 +211,10 @@ def _decode_all(table, roots, existing, classes, max_items):
             objs[i] = _new_object(payload[0], classes)
         elif kind not in "tfcbi":
             raise WireError(f"unknown kind {kind!r}")
+    budget = _HashBudget(table, objs)
+    depth = [0] * len(table)
     for i in range(len(table)):  # 2. immutable entries, dependencies first (iteratively)
-        _build_immutable(table, objs, done, i)
+        _build_immutable(table, objs, done, i, budget, depth)
 
     def val(s):
         return objs[s[0]] if type(s) is tuple else s
@@ -224,16 +237,57 @@ def _decode_all(table, roots, existing, classes, max_items):
             obj.__dict__.clear()
             obj.__dict__.update(attrs)
         elif kind == "d":
+            budget.admit(payload[::2])
             obj.clear()
             obj.update(zip([val(s) for s in payload[::2]], [val(s) for s in payload[1::2]], strict=False))
         elif kind == "s":
+            budget.admit(payload)
             obj.clear()
             obj.update(val(s) for s in payload)
     return tuple(val(s) for s in roots), objs
 
 
-def _build_immutable(table, objs, done, start):
+class _HashBudget:
+    """Hashes the keys of one container before it is built (see module doc)."""
+
+    def __init__(self, table, objs):
+        self.table, self.objs, self.left, self.memo = table, objs, MAX_HASH_WORK, {}
+
+    def cost(self, s):
+        """Work of hashing slot `s` once: 1 per atom (plus its length), a tuple all it holds."""
+        if type(s) is not tuple:
+            if type(s) is int:
+                return 1 + s.bit_length() // 64
+            return 1 + len(s) // 64 if type(s) in (str, bytes) else 1
+        i = s[0]
+        if i in self.memo:
+            return self.memo[i]
+        kind, payload = self.table[i]
+        total = 1
+        if kind == "t":  # a tuple's hash is not cached: every use rehashes what it holds
+            for child in payload:
+                total += self.cost(child)  # recursion bounded by MAX_FROZEN_DEPTH
+                if total > MAX_HASH_WORK:
+                    break
+        self.memo[i] = total
+        return total
+
+    def admit(self, keys):
+        counts = {}
+        for s in keys:
+            self.left -= self.cost(s)
+            if self.left < 0:
+                raise WireError("the value's keys take too much work to hash")
+            h = hash(self.objs[s[0]] if type(s) is tuple else s)
+            n = counts.get(h, 0) + 1
+            if n > MAX_COLLISIONS:
+                raise WireError(f"more than {MAX_COLLISIONS} keys of one dict or set share a hash value")
+            counts[h] = n
+
+
+def _build_immutable(table, objs, done, start, budget, depth):
     stack = [start]
+    visiting = set()
     while stack:
         i = stack[-1]
         kind, payload = table[i]
@@ -253,14 +307,24 @@ def _build_immutable(table, objs, done, start):
             objs[i], done[i] = bytearray(payload[0]), True
             stack.pop()
             continue
-        pending = [
-            s[0] for s in payload if type(s) is tuple and not done[s[0]] and table[s[0]][0] not in MUTABLE
-        ]
+        pending = list(
+            dict.fromkeys(
+                s[0] for s in payload if type(s) is tuple and not done[s[0]] and table[s[0]][0] not in MUTABLE
+            )
+        )
         if pending:
-            if len(stack) > len(table):
+            if i in visiting or any(p in visiting for p in pending):
                 raise WireError("a cycle through immutable values")
+            visiting.add(i)  # on the current path until built (shared parts are built once)
             stack.extend(pending)
             continue
+        visiting.discard(i)
+        inner = [depth[s[0]] for s in payload if type(s) is tuple and table[s[0]][0] not in MUTABLE]
+        depth[i] = 1 + max(inner, default=0)
+        if depth[i] > MAX_FROZEN_DEPTH:
+            raise WireError(f"tuples or frozensets nested deeper than {MAX_FROZEN_DEPTH} levels")
+        if kind == "f":
+            budget.admit(payload)
         values = [objs[s[0]] if type(s) is tuple else s for s in payload]
         try:
             objs[i] = {"t": tuple, "f": frozenset, "i": iter}[kind](values)

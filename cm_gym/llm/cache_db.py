@@ -1,14 +1,25 @@
 """The SQLite layer of the response cache: opening (read-write, read-only, immutable, degraded),
 the schema and its migration, retries on a busy file, and one clear error per SQLite failure.
 
+An existing file is looked at read-only *before* it is opened in any other way
+(`inspect_cache_file`): it must be a regular file with SQLite's header, must not be a memory
+snapshot (a ``.manifest.json`` next to it), and its tables must say it is a cm_gym response cache.
+That look opens the file ``immutable`` (no lock, no journal, no ``-wal``/``-shm`` file created,
+nothing written); only a file that passes is then opened for writing, where the switch to WAL
+happens. So pointing ``--llm-cache`` at a snapshot, a record store or any other file leaves its
+bytes exactly as they were.
+
 Kept apart from `cache.py` (keys and the get / put API) so each reads on its own.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
+import stat
 import time
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -103,11 +114,7 @@ class CacheFile:
     # -- opening --------------------------------------------------------------------------------
     def _open(self, verify: bool) -> sqlite3.Connection:
         assert self.path is not None
-        exists = self.path.exists() and self.path.stat().st_size > 0
-        if exists:
-            with open(self.path, "rb") as fh:
-                if fh.read(16) != _SQLITE_MAGIC:
-                    raise CacheCorruptError(f"{self.path} is not an SQLite file (a cm_gym response cache is)")
+        exists = inspect_cache_file(self.path)
         if self.mode == "ro":
             if not exists:
                 raise CacheError(
@@ -205,7 +212,7 @@ class CacheFile:
         """Read-only connection. A WAL file in a read-only folder without its -shm file cannot be
         opened normally; it is then opened as immutable (nobody can be writing to it there)."""
         assert self.path is not None
-        base = f"file:{self.path.resolve()}?mode=ro"
+        base = f"{_uri(self.path)}?mode=ro"
         for uri in (base, base + "&immutable=1"):
             conn: sqlite3.Connection | None = None
             try:
@@ -234,3 +241,77 @@ class CacheFile:
                 f"cm_gym reads v{' and v'.join(_READABLE_VERSIONS)}"
             )
         self.has_request = "request" in {r[1] for r in conn.execute("PRAGMA table_info(responses)")}
+
+
+def _uri(path: Path) -> str:
+    """An SQLite ``file:`` URI for `path` (``?``, ``#`` and ``%`` in a name escaped)."""
+    return "file:" + urllib.parse.quote(str(path.resolve()))
+
+
+def inspect_cache_file(path: Path) -> bool:
+    """Look at `path` without writing anything (module doc): False when it does not exist or is
+    empty (a new cache may be created there), True when it is a response cache; one clear
+    `CacheError` for anything else — a folder, a FIFO or device, a memory snapshot, a file that
+    is not SQLite, an SQLite file that is not a response cache."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise CacheError(f"response cache {path} cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise CacheError(
+            f"response cache {path} is a folder; name a file (e.g. {Path(path) / 'responses.sqlite'})"
+        )
+    if not stat.S_ISREG(info.st_mode):
+        raise CacheError(f"response cache {path} is not a regular file (a FIFO, device or socket is refused)")
+    if info.st_size == 0:
+        return False
+    with open(path, "rb") as fh:
+        header = fh.read(100)
+    if header[:16] != _SQLITE_MAGIC:
+        raise CacheCorruptError(
+            f"{path} is not an SQLite file (a cm_gym response cache is); it was not changed"
+        )
+    if Path(f"{path}.manifest.json").exists() or Path(f"{Path(path).resolve()}.manifest.json").exists():
+        raise CacheCorruptError(
+            f"{path} is a frozen memory snapshot (it has a manifest), not a response cache; it was not "
+            "changed: pass --llm-cache a response cache file"
+        )
+    wal_mode = len(header) > 18 and header[18] == 2
+    try:
+        tables, meta = _read_meta(f"{_uri(path)}?mode=ro&immutable=1")
+    except sqlite3.Error as exc:
+        if not wal_mode:
+            raise CacheCorruptError(
+                f"{path} is not a readable SQLite database ({exc}); it was not changed"
+            ) from None
+        tables, meta = set(), {}  # a live writer's checkpoint may have moved pages under the look
+    if not tables and wal_mode:
+        # A WAL database (never a snapshot: those keep a rollback journal) whose tables are all
+        # still in its -wal file. With the -shm index there, a plain read-only look sees them and
+        # creates nothing; without it (or when the log needs recovery) the writable open decides,
+        # refusing anything that is not a response cache before writing a row.
+        if not Path(f"{path}-shm").exists():
+            return True
+        try:
+            tables, meta = _read_meta(f"{_uri(path)}?mode=ro")
+        except sqlite3.Error:
+            return True
+    if not {"meta", "responses"} <= tables or meta.get("schema") != SCHEMA_NAME:
+        raise CacheCorruptError(
+            f"{path} is an SQLite file but not a cm_gym response cache (a memory store?); it was not changed"
+        )
+    return True
+
+
+def _read_meta(uri: str) -> tuple[set[str], dict[str, str]]:
+    """The table names of the database at `uri`, and its ``meta`` table (empty without one)."""
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        tables = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "meta" not in tables:
+            return tables, {}
+        return tables, {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta LIMIT 100")}
+    finally:
+        conn.close()

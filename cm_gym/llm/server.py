@@ -10,7 +10,8 @@ caching proxy.
 It survives its clients: an asyncio server (idle keep-alive connections cost no thread) with a
 real listen backlog, a bounded worker pool for the backend calls, a body-size limit, time limits
 on reading a request and on idle connections, a cap on open connections, and an optional API key
-(``Authorization: Bearer KEY``). Bad requests get OpenAI-style error bodies: 400 (malformed JSON,
+(``Authorization: Bearer KEY``; any byte string but an empty one, compared as bytes in constant
+time: `cm_gym.llm.apikey`). Bad requests get OpenAI-style error bodies: 400 (malformed JSON,
 not a cm_gym prompt), 401 (API key), 404, 405, 411, 413, 422 (the backend refused: e.g. a task it
 cannot resolve), 431, 500, 503. `latency_s` adds an artificial delay to every completion — the
 latency of a real model, for benchmarks; it holds no worker.
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import hmac
 import json
 import logging
 import os
@@ -32,6 +32,7 @@ from http import HTTPStatus
 from typing import Any
 
 from cm_gym.llm._http import MAX_HEAD_BYTES, HTTPError, RequestHead, encode_response, error_body, parse_head
+from cm_gym.llm.apikey import authorized, key_bytes
 from cm_gym.llm.base import LLM
 from cm_gym.llm.errors import PromptError
 from cm_gym.llm.prompts import parse_rendered
@@ -58,20 +59,21 @@ class LLMServer:
         *,
         workers: int = DEFAULT_WORKERS,
         backlog: int = DEFAULT_BACKLOG,
-        api_key: str | None = None,
+        api_key: str | bytes | None = None,
         latency_s: float = 0.0,
         idle_timeout_s: float = 15.0,
         read_timeout_s: float = 30.0,
         max_body_bytes: int = MAX_BODY_BYTES,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
+        self._key = None if api_key is None else key_bytes(api_key)  # b"" is refused, never "no key"
         host, port = address
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._sock = socket.create_server((host, port), family=family, backlog=backlog)
         self.server_address = self._sock.getsockname()[:2]
         self.llm = llm
         self.model_name = model_name or getattr(llm, "name", "cm-gym")
-        self.backlog, self.api_key, self.latency_s = backlog, api_key or None, max(0.0, float(latency_s))
+        self.backlog, self.latency_s = backlog, max(0.0, float(latency_s))
         self.idle_timeout_s, self.read_timeout_s = idle_timeout_s, read_timeout_s
         self.max_body_bytes, self.max_connections = max_body_bytes, max_connections
         self.request_count = 0
@@ -187,12 +189,8 @@ class LLMServer:
 
     # -- routing ---------------------------------------------------------------------------------
     async def _dispatch(self, head: RequestHead, body: bytes) -> tuple[int, dict[str, Any]]:
-        if self.api_key is not None:
-            given = head.headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode("latin-1"), f"Bearer {self.api_key}".encode("latin-1")):
-                raise HTTPError(
-                    HTTPStatus.UNAUTHORIZED, "invalid or missing API key (Authorization: Bearer KEY)"
-                )
+        if self._key is not None and not authorized(head.headers.get("authorization", ""), self._key):
+            raise HTTPError(HTTPStatus.UNAUTHORIZED, "invalid or missing API key (Authorization: Bearer KEY)")
         path = head.path
         if path in ("/v1/models", "/models"):
             if head.method != "GET":

@@ -5,14 +5,18 @@ source is open), switches it to a rollback journal, and writes ``<snapshot>.mani
 it (sha256 of the file, record count, domain, embedder, creation time). Both land by atomic rename;
 a full disk is one `StoreFullError` and leaves neither a partial snapshot nor a temporary file. The
 snapshot's own metadata says ``store_kind = snapshot``, so it is never opened writable, manifest or not.
-`FrozenStore.open` re-hashes the file against the manifest, opens it with ``mode=ro&immutable=1``,
-loads everything into memory and closes it; every write method raises `StoreReadOnlyError`.
+`FrozenStore.open` reads the manifest with caps and checks every field (`cm_gym.memory.manifest`:
+sealed format 2, the format-1 migration rule), re-hashes the file against it, opens it with
+``mode=ro&immutable=1``, loads everything into memory and closes it; every write method raises
+`StoreReadOnlyError`.
 
 A snapshot of `ann.ANN_MIN_RECORDS` records or more also gets an ANN index for retrieval
 (`cm_gym.memory.ann`, when faiss-cpu is installed): a sidecar ``<snapshot>.ann`` whose sha256,
-size and layout digest are in the manifest. Open verifies it; a missing, modified or unreadable
-sidecar is reported in one warning and the index is rebuilt in memory from the verified snapshot
-at first use, so retrieval never reads an index that does not belong to the snapshot.
+size, layout digest and every build parameter are in the sealed manifest. Open verifies it; a
+missing, modified or unreadable sidecar is reported in one warning and the index is rebuilt in
+memory from the verified snapshot (with the manifest's checked parameters) at first use, so
+retrieval never reads an index that does not belong to the snapshot; if even the rebuild fails,
+that is one warning and retrieval scans exactly — never a raw faiss error.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 from cm_gym.memory import ann as ann_mod
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.errors import StoreError
+from cm_gym.memory.manifest import MANIFEST_FORMAT, read_manifest, seal
 from cm_gym.memory.schema import (
     SCHEMA_VERSION,
     STORE_KIND,
@@ -44,7 +49,7 @@ from cm_gym.memory.view import StoreView
 
 logger = logging.getLogger(__name__)
 
-MANIFEST_FORMAT = "cm_gym.memory.snapshot/1"
+__all__ = ["MANIFEST_FORMAT", "FrozenStore", "freeze_store", "load_readonly", "open_store", "read_manifest"]
 
 
 def ann_path(path: str | Path) -> Path:
@@ -162,6 +167,7 @@ def freeze_store(
         entry, side = _freeze_ann(tmp, path, len(store), ann)
         if entry is not None:
             manifest["ann"] = entry
+        manifest = seal(manifest)
         mtmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         _fsync(mtmp)
         if entry is not None:
@@ -177,24 +183,6 @@ def freeze_store(
             leftover.unlink(missing_ok=True)
     logger.info("froze %d records into %s (sha256 %s)", len(store), path, manifest["sha256"][:12])
     return FrozenStore.open(path)
-
-
-def read_manifest(path: str | Path) -> dict[str, Any]:
-    """The manifest of a snapshot (StoreError when missing or malformed)."""
-    mpath = manifest_path(path)
-    if not mpath.is_file():
-        raise StoreError(f"{path} has no manifest ({mpath.name}); it is not a frozen snapshot")
-    try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise StoreError(f"{mpath} is not a readable manifest: {exc}") from None
-    if (
-        not isinstance(manifest, dict)
-        or manifest.get("format") != MANIFEST_FORMAT
-        or "sha256" not in manifest
-    ):
-        raise StoreError(f"{mpath} is not a cm_gym snapshot manifest")
-    return manifest
 
 
 class FrozenStore(StoreView):
@@ -216,8 +204,17 @@ class FrozenStore(StoreView):
         corrupt sidecar found at open is rebuilt here, in memory, on first use."""
         if self._ann is None and self._ann_rebuild:
             self._ann_rebuild = False
-            params = self.manifest["ann"].get("params", {})
-            self._ann = ann_mod.build_for_source(self, nlist=params.get("nlist"), seed=params.get("seed", 0))
+            params = self.manifest["ann"]["params"]  # checked by read_manifest
+            try:
+                self._ann = ann_mod.build_for_source(self, nlist=params["nlist"], seed=params["seed"])
+            except (RuntimeError, ValueError, TypeError, MemoryError) as exc:  # faiss's own errors
+                self.ann_problem += f"; rebuilding it failed ({type(exc).__name__})"
+                logger.warning(
+                    "%s: the ANN index could not be rebuilt (%s: %s); retrieval scans exactly",
+                    self.path,
+                    type(exc).__name__,
+                    str(exc).splitlines()[0][:200] if str(exc) else "",
+                )
         return self._ann
 
     def _open_ann(self) -> None:
@@ -241,8 +238,10 @@ class FrozenStore(StoreView):
         else:
             try:
                 self._ann = ann_mod.AnnIndex.load(side, entry)
-            except (StoreError, KeyError, TypeError, ValueError) as exc:
-                problem = f"is unreadable ({exc})"
+            except (StoreError, KeyError, TypeError, ValueError, RuntimeError, MemoryError) as exc:
+                problem = (
+                    f"is unreadable ({str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__})"
+                )
         if problem:
             self._ann_rebuild, self.ann_problem = True, f"{side.name} {problem}"
             logger.warning(

@@ -226,4 +226,5 @@ def test_ro_falls_back_to_immutable_when_wal_cannot_be_opened(
     monkeypatch.setattr(sqlite3, "connect", connect)
     cache = ResponseCache(path, "ro")
     assert cache.get("k") == {"text": "t", "prompt_tokens": 1, "completion_tokens": 2}
-    assert len(uris) == 2 and uris[1].endswith("mode=ro&immutable=1")
+    assert uris[0].endswith("mode=ro&immutable=1")  # the write-free look at what the file is
+    assert len(uris) == 3 and uris[1].endswith("mode=ro") and uris[2].endswith("mode=ro&immutable=1")

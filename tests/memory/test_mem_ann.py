@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -255,13 +256,14 @@ def test_a_missing_or_corrupt_sidecar_is_rebuilt_with_one_warning(
         data = bytearray(side.read_bytes())
         data[len(data) // 2] ^= 0xFF
         side.write_bytes(bytes(data))
-    else:  # garbage whose hash the manifest was edited to match: unreadable as an index
+    else:  # garbage whose hash the manifest was edited (and resealed) to match: not an index
         side.write_bytes(b"not a faiss index")
         m = json.loads(manifest_path(path).read_text())
+        from cm_gym.memory.manifest import seal
         from cm_gym.memory.snapshot import file_sha256
 
         m["ann"].update(sha256=file_sha256(side), bytes=side.stat().st_size)
-        manifest_path(path).write_text(json.dumps(m))
+        manifest_path(path).write_text(json.dumps(seal(m)))
     with caplog.at_level(logging.WARNING, logger="cm_gym.memory.snapshot"):
         snap = FrozenStore.open(path)
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
@@ -324,3 +326,65 @@ def test_memory_commands_report_the_index(
     out = tmp_path / "plain.sqlite"
     assert main(["memory", "freeze", str(frozen.with_name("work.sqlite")), str(out), "--ann", "off"]) == 0
     assert not ann_path(out).exists() and "ann" not in json.loads(manifest_path(out).read_text())
+
+
+# -- the sealed manifest covers every parameter of the sidecar (issue 27) --------------------------
+_EDITS = {
+    "nlist_zero": ("params", "nlist", 0),
+    "nlist_huge": ("params", "nlist", 10**9),
+    "nlist_text": ("params", "nlist", "32"),
+    "nlist_float": ("params", "nlist", 32.5),
+    "seed_negative": ("params", "seed", -1),
+    "seed_huge": ("params", "seed", 2**40),
+    "seed_null": ("params", "seed", None),
+    "kind": ("params", "kind", "HNSW/1"),
+    "extra_param": ("params", "metric", "L2"),
+    "dim": ("", "dim", 7),
+    "records": ("", "records", 5),
+    "file": ("", "file", "../elsewhere.ann"),
+    "digest": ("", "digest", ["not", "a", "string"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_EDITS))
+def test_an_edited_sidecar_parameter_is_one_line_never_a_faiss_error(
+    frozen: Path, tmp_path: Path, name: str, capsys: pytest.CaptureFixture
+) -> None:
+    from cm_gym.cli import main
+    from cm_gym.memory.manifest import seal
+
+    where, key, value = _EDITS[name]
+    path = _copy(frozen, tmp_path)
+    ann_path(path).unlink()  # the index must be rebuilt from the manifest's parameters
+    m = json.loads(manifest_path(path).read_text())
+    (m["ann"][where] if where else m["ann"])[key] = value
+    manifest_path(path).write_text(json.dumps(m))  # edited by hand: the seal no longer matches
+    with pytest.raises(StoreError, match="was modified"):
+        FrozenStore.open(path)
+    manifest_path(path).write_text(json.dumps(seal(m)))  # resealed: every field is checked anyway
+    with pytest.raises(StoreError, match="ANN entry"):
+        FrozenStore.open(path)
+    assert main(["memory", "verify", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("cm-gym: error:") and "\n" not in err and "ANN entry" in err
+
+
+def test_a_failing_rebuild_is_one_warning_and_retrieval_scans_exactly(
+    frozen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = _copy(frozen, tmp_path)
+    os.unlink(ann_path(path))
+    os.mkfifo(ann_path(path))  # not a file: never opened, treated as missing
+    snap = FrozenStore.open(path)
+    assert "is missing" in snap.ann_problem
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("Error in faiss::Clustering: nx >= k")
+
+    monkeypatch.setattr(ann_mod, "build_for_source", broken)
+    with caplog.at_level(logging.WARNING, logger="cm_gym.memory.snapshot"):
+        ret = Retriever(snap, None, k=3, exact_max_rows=0)
+        assert ret.ann is None
+        t = _tasks(1)[0]
+        assert len(ret.retrieve(t, t.prompt)) == 3
+    assert "could not be rebuilt" in caplog.text and "rebuilding it failed" in snap.ann_problem

@@ -5,14 +5,20 @@ Data: ``<root>/HumanEval.jsonl.gz`` (or ``HumanEval.jsonl``), default ``data_roo
 each line has ``task_id``, ``prompt``, ``canonical_solution``, ``test``, ``entry_point``. The program
 a task shows is ``prompt + buggy body``; the reference is ``prompt + canonical_solution``. A problem
 whose ``check`` converts fully is judged in *cases* mode (the judge compares values); one with any
-unconvertible statement in *pytest* mode (its ``check`` runs in the judge, the program's functions
-are remote calls). Converted cases the canonical solution does not pass are dropped and reported.
+unconvertible statement in *pytest* mode (its ``check`` runs in the judge, the entry point is a
+remote call into the program). In pytest mode every other function the reference defines — the
+prompt's helpers the tests call, ``poly`` (HumanEval/32), ``encode_cyclic`` (/38), ``encode_shift``
+(/50), ``is_palindrome`` (/10) — is imported from a frozen copy of the reference module
+(``_cm_reference.py``, prompt + canonical solution) on the judge's side, never from the program:
+a program that redefines a helper changes only its own code, not what the tests call. Converted
+cases the canonical solution does not pass are dropped and reported.
 Bug vetting results are cached under ``CM_GYM_CACHE/humaneval`` keyed by the data and this
 package's sources, so only the first load runs it.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import gzip
 import hashlib
@@ -22,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cm_gym.domains.base import LoadReport, source_digest
-from cm_gym.domains.code.program import defined_functions, program_features
+from cm_gym.domains.code.program import program_features
 from cm_gym.domains.humaneval.checks import convert_check
 from cm_gym.domains.humaneval.families import docstring_of, shape_features
 from cm_gym.domains.humaneval.inject import InjectedBug, Injector
@@ -32,6 +38,8 @@ from cm_gym.types import CmGymError, Task
 
 logger = logging.getLogger(__name__)
 PER_TEST_TIMEOUT = 3.0
+#: the judge-side module holding the frozen reference (prompt + canonical solution) of a task
+REFERENCE_MODULE = "_cm_reference"
 MAX_BYTES = 64 * 1024 * 1024
 FILES = ("HumanEval.jsonl.gz", "HumanEval.jsonl")
 LAYOUT = "HumanEval layout: HumanEval.jsonl.gz (or .jsonl) with task_id, prompt, canonical_solution, test, entry_point"
@@ -84,13 +92,25 @@ def _suite(row: dict[str, Any], report: LoadReport) -> TestSuite:
                          cases=tuple(conv.cases), per_test_timeout=PER_TEST_TIMEOUT)  # fmt: skip
     for text, why in conv.unconvertible:
         report.notes.append((row["task_id"], f"judged in pytest mode: `{text}` ({why})"))
-    names = sorted({fn, *defined_functions(row["prompt"] + row["canonical_solution"])})
-    test = (  # the program's functions, as remote calls (the judge's proxy module)
-        f"from solution import {', '.join(names)}\n\n{row['test']}\n\ndef test_check():\n    check({fn})\n"
-    )
+    reference = row["prompt"] + row["canonical_solution"]
+    helpers = sorted(set(_top_level_names(reference)) - {fn})
+    test = f"from solution import {fn}\n"  # the entry point: a remote call into the program
+    if helpers:  # everything else the tests may call: the judge's frozen copy of the reference
+        test += f"from {REFERENCE_MODULE} import {', '.join(helpers)}\n"
+    test += f"\n{row['test']}\n\ndef test_check():\n    check({fn})\n"
+    files = {"test_humaneval.py": test, f"{REFERENCE_MODULE}.py": reference}
     return TestSuite(mode="pytest", program_path="solution.py", module="solution",
-                     files={"test_humaneval.py": test}, test_file="test_humaneval.py",
+                     files=files, test_file="test_humaneval.py",
                      tests=(("check", "test_check", None),), per_test_timeout=PER_TEST_TIMEOUT * 10)  # fmt: skip
+
+
+def _top_level_names(source: str) -> list[str]:
+    """The functions and classes `source` defines at module level (what an import can bind)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]
 
 
 def _prompt(row: dict[str, Any], buggy: str) -> str:

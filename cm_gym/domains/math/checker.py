@@ -1,19 +1,20 @@
 """Build the file `coqc` checks for one (statement, script) pair and read Coq's verdict from it.
 
 The file is the statement prefix, ``Proof.``, the script's header (libraries resolved to their
-full standard-library names, so nothing else installed can answer), the script's sentences one
-per line, ``Qed.``, and ``Print Assumptions <theorem>``. Each tactic sentence runs under Coq's own
-``Timeout`` (so a diverging ``nra`` is a Coq error at that sentence, not a killed process) and is
-followed by a probe: two ``Locate cm_<nonce>_…`` markers around ``Show Existentials``, which lists
-every open goal, focused or not. The nonce is drawn after the script was vetted, so nothing a
-script prints can pass for a probe or for the ``Print Assumptions`` answer that follows the final
-marker.
+full standard-library names and checked against the fixed list of `trust`, so nothing else
+installed can answer), the script's sentences one per line, ``Qed.``, ``Print Assumptions
+<theorem>``, and one ``Locate Term <full name>`` per axiom a proof may use (`trust.ALLOWED_AXIOMS`
+and the statement's own). Each tactic sentence runs under Coq's own ``Timeout`` (so a diverging
+``nra`` is a Coq error at that sentence, not a killed process) and is followed by a probe: two
+``Locate cm_<nonce>_…`` markers around ``Show Existentials``, which lists every open goal, focused
+or not. The nonce is drawn after the script was vetted, so nothing a script prints can pass for a
+probe or for the answers that follow the final marker (markers also separate those answers).
 
 Coq's verdict is read from that output: the first error (where, and its message), the open-goal
 count after each accepted sentence, and the assumptions of the finished proof. A proof counts
-only when ``coqc`` exits 0 and every assumption is a standard-library axiom (classical logic,
-functional extensionality, the axioms of R — any Coq proof about reals depends on some) or one the
-statement declares itself; "Closed under the global context" is the best case.
+only when ``coqc`` exits 0 and every assumption is, by Coq's own name resolution, one of the
+allowed fully qualified axioms or one the statement declares itself (`assumptions` module doc);
+"Closed under the global context" is the best case.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from cm_gym.domains.math.coqtool import CoqInstall
+from cm_gym.domains.math.assumptions import judge_assumptions, parse_assumptions, read_locate
+from cm_gym.domains.math.coqtool import CoqInstall, LibraryError
 from cm_gym.domains.math.script import ProofScript
 from cm_gym.domains.math.statement import Statement
+from cm_gym.domains.math.trust import ALLOWED_AXIOMS, library_allowed, statement_axioms
 
 FILENAME = "task.v"
 _ERROR = re.compile(
@@ -45,6 +48,7 @@ class CheckPlan:
     header_lines: tuple[int, int]
     sentence_lines: tuple[tuple[int, int], ...]
     qed_line: int
+    queries: tuple[str, ...] = ()
 
     def marker(self, tag: str) -> str:
         return f"cm_{self.nonce}_{tag}"
@@ -69,15 +73,23 @@ def build_plan(
     qed_timeout: int = 30,
     nonce: str | None = None,
 ) -> CheckPlan:
-    """The check file for `script` on `statement`. Raises `LibraryError` when a required
-    library is not (unambiguously) in the installed standard library."""
+    """The check file for `script` on `statement`. Raises `LibraryError` when a library the
+    statement or the script requires is not (unambiguously) in the installed standard library or
+    not on the fixed list of `trust`."""
+    for name in statement.requires:
+        try:
+            allowed_library(name, install, "the statement")
+        except LibraryError as exc:
+            raise StatementLibraryError(str(exc)) from None
     nonce = nonce or secrets.token_hex(8)
     w = _Writer()
     prefix = w.add(statement.prefix)
     w.add("Proof.")
     header_start = len(w.lines) + 1
     for h in script.header:
-        names = tuple(install.resolve(n) for n in h.names) if h.kind == "require" else None
+        names = (
+            tuple(allowed_library(n, install, "a script") for n in h.names) if h.kind == "require" else None
+        )
         w.add(h.render(names))
     header = (header_start, len(w.lines))
 
@@ -92,7 +104,27 @@ def build_plan(
         probe(i)
     qed = w.add(f"Timeout {int(qed_timeout)} Qed.")[0]
     w.add(f"Locate cm_{nonce}_end.\nPrint Assumptions {statement.name}.")
-    return CheckPlan("\n".join(w.lines) + "\n", nonce, statement.name, prefix, header, tuple(spans), qed)
+    queries = (*ALLOWED_AXIOMS, *statement_axioms(statement.declared))
+    for i, full in enumerate(queries):
+        w.add(f"Locate cm_{nonce}_q{i}.\nLocate Term {full}.")
+    w.add(f"Locate cm_{nonce}_fin.")
+    text = "\n".join(w.lines) + "\n"
+    return CheckPlan(text, nonce, statement.name, prefix, header, tuple(spans), qed, queries)
+
+
+class StatementLibraryError(LibraryError):
+    """The task's statement requires a library a proof may not load (the task, not the script)."""
+
+
+def allowed_library(name: str, install: CoqInstall, who: str) -> str:
+    """The full name of library `name` when it is on the fixed list (`LibraryError` otherwise)."""
+    full = install.resolve(name)
+    if not library_allowed(full):
+        raise LibraryError(
+            f"{who} requires {full}, which is not on the list of standard-library modules a proof may "
+            "load (see docs/security.md); use Lia, Lra, Psatz, Reals, ZArith, Arith, QArith, Lists …"
+        )
+    return full
 
 
 @dataclass(frozen=True)
@@ -118,26 +150,16 @@ class CoqVerdict:
     def proved(self) -> bool:
         return self.where == "proof" and not self.disallowed
 
-    def progress(self) -> float:
-        """closed / (closed + open) at the failure point: `closed` sums every drop in the open-goal
-        count Coq reported along the accepted sentences, `open` is the count at the failure (0 when
-        nothing was closed)."""
-        goals = self.open_goals
-        if not goals:
-            return 0.0
-        closed = sum(max(0, a - b) for a, b in zip(goals, goals[1:], strict=False))
-        total = closed + goals[-1]
-        return closed / total if total else 0.0
 
-
-def read_verdict(plan: CheckPlan, stdout: str, stderr: str, returncode: int | None, install: CoqInstall,
-                 declared: tuple[str, ...]) -> CoqVerdict:  # fmt: skip
+def read_verdict(
+    plan: CheckPlan, stdout: str, stderr: str, returncode: int | None, declared: tuple[str, ...]
+) -> CoqVerdict:
     """Coq's verdict on `plan` from a finished run's output (see module doc)."""
     goals = _open_goals(plan, stdout)
     error = _first_error(stderr)
     end = f"No object of basename {plan.marker('end')}"
     if returncode == 0 and error is None and end in stdout:
-        assumptions, disallowed = read_assumptions(stdout.split(end, 1)[1], install, declared)
+        assumptions, disallowed = read_assumptions(plan, stdout.split(end, 1)[1], declared)
         n = len(plan.sentence_lines)
         return CoqVerdict("proof", n + 1, "", goals[: n + 1], assumptions, disallowed)
     if error is None:
@@ -177,40 +199,19 @@ def _first_error(stderr: str) -> tuple[int, str] | None:
     return None
 
 
-def read_assumptions(text: str, install: CoqInstall, declared: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:  # fmt: skip
-    """(assumptions, disallowed ones) from ``Print Assumptions`` output. Anything but an
-    ``Axioms:`` list of standard-library or statement-declared names is disallowed, including the
-    sections Coq prints for unsafe fixpoints or type-in-type."""
-    body = text.strip()
-    if body.startswith("Closed under the global context"):
-        rest = body[len("Closed under the global context") :].strip()
-        return (), (("unexpected output: " + rest[:80],) if rest else ())
-    names: list[str] = []
-    bad: list[str] = []
-    section = ""
-    for line in body.splitlines():
-        if not line.strip():
-            continue
-        if line[0].isspace():
-            continue
-        if line.rstrip().endswith(":"):
-            section = line.strip()
-            if section != "Axioms:":
-                bad.append(section)
-            continue
-        if not section:
-            bad.append("unexpected output: " + line[:80])
-            continue
-        name = line.split(" :", 1)[0].split()[0]
-        names.append(name)
-        if section == "Axioms:" and not _allowed(name, install, declared):
-            bad.append(name)
-    if not names and not bad:
-        bad.append("no Print Assumptions answer")
-    return tuple(names), tuple(bad)
-
-
-def _allowed(name: str, install: CoqInstall, declared: tuple[str, ...]) -> bool:
-    if "." in name:
-        return name.split(".", 1)[0] in install.basenames
-    return name in declared
+def read_assumptions(plan: CheckPlan, tail: str, declared: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:  # fmt: skip
+    """(assumptions, disallowed ones) from the output after the final marker: the ``Print
+    Assumptions`` answer, then the marked ``Locate Term`` answers (`assumptions` module doc). A
+    missing marker (output cut) disallows everything."""
+    marks = [f"No object of basename {plan.marker(f'q{i}')}" for i in range(len(plan.queries))]
+    marks.append(f"No object of basename {plan.marker('fin')}")
+    cuts = [tail.find(m) for m in marks]
+    if any(c < 0 for c in cuts) or cuts != sorted(cuts):
+        return (), ("the Print Assumptions answer is incomplete (output cut)",)
+    allowed: dict[str, str] = {}
+    for i, full in enumerate(plan.queries):
+        short = read_locate(tail[cuts[i] + len(marks[i]) : cuts[i + 1]], full)
+        if short:
+            allowed[short] = full
+    verdict = judge_assumptions(parse_assumptions(tail[: cuts[0]]), allowed, declared)
+    return verdict.assumptions, verdict.disallowed

@@ -53,12 +53,6 @@ class CoqInstall:
                 return word
         return self.version.strip()
 
-    @functools.cached_property
-    def basenames(self) -> frozenset[str]:
-        """Last components of the library names (``ClassicalDedekindReals`` …): the qualifiers
-        ``Print Assumptions`` puts in front of standard-library axioms."""
-        return frozenset(lib.rsplit(".", 1)[-1] for lib in self.libraries) | {"Coq"}
-
     def resolve(self, name: str) -> str:
         """The one full standard-library name `name` denotes (``Require`` semantics: the full name
         ends with `name`; ``From Coq Require X`` arrives as ``Coq.X``). `LibraryError` otherwise."""

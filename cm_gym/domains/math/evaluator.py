@@ -1,21 +1,23 @@
 """The math world model: vet the proof script, run ``coqc`` on statement + script in the sandbox,
 and score Coq's verdict.
 
-Score (U in [0, 1]):
+Score (U in {0, 1}; a proof is either checked or not):
 
-- **1** — ``coqc`` accepted ``Qed`` and ``Print Assumptions`` lists nothing but standard-library
-  axioms or axioms the statement itself declares (`checker` module doc). Solved.
-- **0** — the proof closed but depends on anything else (an admitted lemma of the statement file,
-  unsafe fixpoints …); the script was refused before running (status "refused": forbidden
-  command, library outside the stdlib; "error": not Coq sentences); the statement itself does not
-  load (status "error"); ``coqc`` was killed at the wall-clock limit (status "timeout").
-- **partial, at most** `PARTIAL_MAX` **= 0.5** — Coq rejected a sentence (or ``Qed`` with goals
-  left): ``0.5 · closed / (closed + open)`` where `open` is the number of goals open at the
-  failure point and `closed` sums every drop in the open-goal count Coq reported along the
-  accepted sentences (`CoqVerdict.progress`). A script that fails at its first tactic scores 0;
-  one that closes two of three subgoals before failing scores 1/3; a script whose tactics all
-  succeed but leave one of four goals open scores 0.375. Sound: it counts only goals Coq itself
-  reports closed, never text, and a failed proof can never reach a solved proof's score.
+- **1** — ``coqc`` accepted ``Qed`` and every assumption ``Print Assumptions`` lists is, by Coq's
+  own name resolution, one of the allowed fully qualified axioms (`trust.ALLOWED_AXIOMS`) or one
+  the statement declares itself (`checker` and `assumptions` module docs). Solved.
+- **0** — everything else: the proof closed but depends on anything else (an admitted lemma of
+  the statement file, ``AdmitAxiom.proof_admitted``, unsafe fixpoints …); Coq rejected a sentence
+  or ``Qed`` (goals left); the script was refused before running (status "refused": forbidden
+  command, a library not on the fixed list; "error": not Coq sentences); the statement itself does
+  not load or requires a library not on the list (status "error"); ``coqc`` was killed at the
+  wall-clock limit (status "timeout").
+
+No partial credit: the open-goal count cannot tell a step towards the theorem from a detour
+(``assert True. exact I.`` closes a goal it opened; ``assert False`` moves the whole theorem into
+one goal), and Coq certifies complete proofs only, so any credit for goals "closed" before a
+failure is credit for something nobody checked. miniF2F's own metric is the pass rate. The goal
+counts stay in the feedback and in `Outcome.details` ("open_goals"), as information.
 
 Feedback is Coq's first error, located in the script (sentence number and text) with the goal
 counts. Verdicts are cached (`verdicts`); `check_many` checks independent scripts in parallel.
@@ -30,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from cm_gym.domains.math.checker import FILENAME, CoqVerdict, build_plan, read_verdict
+from cm_gym.domains.math.checker import FILENAME, CoqVerdict, StatementLibraryError, build_plan, read_verdict
 from cm_gym.domains.math.coqtool import CoqInstall, LibraryError, coq_install, find_coqc
 from cm_gym.domains.math.script import ProofScript, ScriptError, parse_script
 from cm_gym.domains.math.statement import statement_of
@@ -43,8 +45,7 @@ from cm_gym.types import TRUNCATION, Action, AgentState, Outcome, Task, truncate
 
 logger = logging.getLogger(__name__)
 
-CHECKER_VERSION = "1"
-PARTIAL_MAX = 0.5
+CHECKER_VERSION = "2"
 DEFAULT_LIMITS = Limits(
     wall_s=120.0, cpu_s=120.0, memory_mb=4096, max_procs=16, max_file_mb=64, output_chars=300_000
 )
@@ -130,6 +131,9 @@ class MathEvaluator:
                 tactic_timeout=self.tactic_timeout,
                 qed_timeout=self.qed_timeout,
             )
+        except StatementLibraryError as exc:
+            msg = f"the task's statement does not load with the standard library: {exc}"
+            return Outcome(0.0, False, feedback=msg, status="error", reason=msg)
         except LibraryError as exc:
             return Outcome(0.0, False, feedback=f"script refused: {exc}", status="refused", reason=str(exc))
         argv = [self.install.coqc, "-q", "-no-glob", "-o", "scratch/task.vo", FILENAME]
@@ -138,7 +142,7 @@ class MathEvaluator:
         except SandboxError as exc:
             return Outcome(0.0, False, feedback=str(exc), status="refused", reason=str(exc))
         self.runs += 1
-        verdict = read_verdict(plan, run.stdout, run.stderr, run.returncode, self.install, statement.declared)
+        verdict = read_verdict(plan, run.stdout, run.stderr, run.returncode, statement.declared)
         outcome = self._score(verdict, script, run)
         if outcome.status in ("ok", "refused") or verdict.where == "statement":
             self.cache.put(key, _outcome_to(outcome))
@@ -177,8 +181,7 @@ class MathEvaluator:
                 else f"at line {number} `{line}` ({open_now} goal(s) open, {closed} closed before it)"
             )
             msg = f"Coq rejected the proof {where}: {v.error}"
-            score = PARTIAL_MAX * v.progress()
-            return Outcome(score, False, feedback=truncate(msg, TRUNCATION["feedback"]), details=details)
+            return Outcome(0.0, False, feedback=truncate(msg, TRUNCATION["feedback"]), details=details)
         if v.where == "header":
             msg = f"Coq could not run the script's header: {v.error}"
             return Outcome(0.0, False, feedback=truncate(msg, TRUNCATION["feedback"]), details=details)

@@ -7,7 +7,13 @@ pass without a proof (``Admitted``, ``admit``, axioms, ending the proof early, r
 theorem), weakened checking (``Unset Guard Checking``, attributes), time games (``Time``,
 ``Timeout``, the ``timeout`` tactic), libraries outside the standard library, lexer tricks
 (nested comments, strings inside comments, unterminated comments), printing that imitates the
-checker's own output, and runaway CPU, memory or output.
+checker's own output, runaway CPU, memory or output; and (issue 27) every way of loading an
+inconsistent axiom — ``Coq.Compat.AdmitAxiom``'s ``proof_admitted : False`` in each spelling of
+``Require`` and of its use — or declaring one (``Section``/``Module``/``Context``/``Program``/
+``Variable`` …), switching a kernel check off (``Unset Guard/Universe/Positivity Checking``, their
+``#[bypass_check]`` attribute form), ``Extract``/``Register``/``Ltac``/``Notation`` redefinitions,
+and partial-credit farming (``assert True. exact I.`` repeated, then a failure: a failed proof
+scores 0, whatever its goal counts did).
 
 `expect` says how it must end: "refused" (vetted out before Coq runs: status "refused" or
 "error", score 0), "contained" (Coq runs it; the run ends within the limits with a reason and
@@ -77,6 +83,74 @@ CORPUS: tuple[HostileScript, ...] = (
     _h("require_unknown", "loads a library that does not exist", "Require Import Totally.Unknown.\nlia."),
     _h("require_after_tactic", "loads a library mid-proof", "intros.\nRequire Import Lia.\nlia."),
     _h("require_ambiguous", "names an ambiguous library", "Require Import Tactics.\nlia."),
+    # -- inconsistent axioms from the standard library itself (issue 27) ------------------------
+    *(
+        _h(f"admit_axiom_{how}", f"loads Coq.Compat.AdmitAxiom ({how})", f"{req}\n{use}")
+        for how, req, use in (
+            ("exact", "Require Coq.Compat.AdmitAxiom.", "exfalso.\nexact AdmitAxiom.proof_admitted."),
+            ("elim", "Require Import Coq.Compat.AdmitAxiom.", "elim proof_admitted."),
+            ("destruct", "Require Export Coq.Compat.AdmitAxiom.", "destruct AdmitAxiom.proof_admitted."),
+            ("from_coq", "From Coq Require Compat.AdmitAxiom.", "exfalso.\nexact AdmitAxiom.proof_admitted."),
+            (
+                "from_coq_import",
+                "From Coq Require Import AdmitAxiom.",
+                "exact (False_rect _ proof_admitted).",
+            ),
+            ("false_rect", "Require AdmitAxiom.", "exact (False_rect _ AdmitAxiom.proof_admitted)."),
+            ("apply", "Require Import Compat.AdmitAxiom.", "exfalso.\napply proof_admitted."),
+            ("qualified_use", "Require Coq.Compat.AdmitAxiom.", "case Coq.Compat.AdmitAxiom.proof_admitted."),
+            ("two_names", "Require Import Lia Coq.Compat.AdmitAxiom.", "exfalso.\nexact proof_admitted."),
+        )
+    ),
+    _h("compat_module", "loads a compatibility module", "Require Import Coq.Compat.Coq816.\nlia."),
+    _h("float_axioms", "loads the primitive-float axioms", "Require Import Floats.\nlia."),
+    _h(
+        "cyclic_axioms",
+        "loads primitive-integer axioms",
+        "Require Import Coq.Numbers.Cyclic.Int63.Uint63.\nlia.",
+    ),
+    _h("ssreflect", "loads a library off the list", "From Coq Require Import ssreflect.\nlia."),
+    _h("hurkens", "loads a paradox's library", "Require Import Coq.Logic.Hurkens.\nlia."),
+    _h("local_require", "requires with a locality", "Local Require Import Lia.\nlia."),
+    _h("import_filter", "requires with an import filter", "Require Import -(notations) Lia.\nlia."),
+    _h("from_ltac2", "loads Ltac2", "From Ltac2 Require Import Ltac2.\nlia."),
+    # -- declaring or bypassing in the tactic part ------------------------------------------------
+    *(
+        _h(f"vernacular_{name}", f"runs `{text.split()[0]}`", f"intros.\n{text}\nlia.")
+        for name, text in (
+            ("section_variable", "Section S. Variable h : False."),
+            ("context", "Context (h : False)."),
+            ("variable", "Variable h : False."),
+            ("conjecture", "Conjecture c : False."),
+            ("module_type", "Module Type T. Axiom x : False. End T."),
+            ("program", "Program Definition x : False := _."),
+            ("unset_universes", "Unset Universe Checking."),
+            ("unset_positivity", "Unset Positivity Checking."),
+            ("global_unset_guard", "Global Unset Guard Checking."),
+            ("export_unset_guard", "Export Unset Guard Checking."),
+            ("bypass_universes", "#[bypass_check(universes)] Definition u := Type."),
+            ("bypass_positivity", "#[bypass_check(positivity=yes)] Inductive b := C : (b -> False) -> b."),
+            ("extract_constant", "Extract Constant plus => add."),
+            ("register", "Register False as core.True.type."),
+            ("ltac_redefine", "Ltac lia := idtac."),
+            ("tactic_notation", 'Tactic Notation "lia" := idtac.'),
+            ("notation", "Notation lia := I."),
+            ("abort_all", "Abort All."),
+            ("admit_obligations", "Admit Obligations."),
+            ("opaque", "Opaque Nat.add."),
+            ("typeclasses", "Typeclasses Opaque Nat.add."),
+            ("existing_instance", "Existing Instance I."),
+            ("proof_using", "Proof using."),
+            ("unshelve", "Unshelve."),
+        )
+    ),
+    _h(
+        "native_eval",
+        "computes natively inside a tactic",
+        "intros.\nlet x := eval native_compute in 0 in idtac.",
+    ),
+    _h("native_cast", "casts natively without a check", "intros.\nnative_cast_no_check (eq_refl n)."),
+    _h("attribute_in_tactic", "hides an attribute in a tactic", "intros.\n#[local] lia."),
     # -- weakened checking ----------------------------------------------------------------------
     _h("unset_guard", "switches the guard checker off", "Unset Guard Checking.\nlia."),
     _h("local_unset_universes", "switches universe checking off", "Local Unset Universe Checking.\nlia."),
@@ -132,6 +206,25 @@ CORPUS: tuple[HostileScript, ...] = (
         "harmless",
     ),  # fmt: skip
     _h("only_comments", "is only a comment", "(* nothing *)"),
+    # -- partial-credit farming: Coq runs these, a failed proof scores 0 ---------------------------
+    _h(
+        "farm_assert_true",
+        "closes 50 goals it opened, then fails",
+        "assert True. exact I.\n" * 50 + "discriminate.",
+        "contained",
+    ),
+    _h(
+        "farm_assert_false",
+        "moves the theorem into one assertion, then fails",
+        "intros.\nassert False as H.\n2: destruct H.\nexact I.",
+        "contained",
+    ),
+    _h(
+        "farm_cut",
+        "opens and closes cut goals, then leaves the theorem open",
+        "cut True.\nintros _.\ncut (0 = 0).\nintros _.\n2: reflexivity.\n2: exact I.",
+        "contained",
+    ),
     # -- runaway CPU, memory, output (Coq runs these) --------------------------------------------
     _h("ltac_infinite_loop", "recurses forever", "intros.\nlet rec f x := f x in f 0.", "contained"),
     _h("repeat_growth", "adds hypotheses forever", "repeat (pose proof I).", "contained"),

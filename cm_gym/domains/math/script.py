@@ -17,7 +17,8 @@ Refused (`ScriptError`, one message naming the sentence and the fix):
   ``time``, ``native_compute``, the ``*_no_check`` family, Ltac profiling and timers;
 - string literals (no tactic in an arithmetic proof needs one; printing could imitate output);
 - header commands after the first tactic; a header may hold only ``[From Coq] Require [Import|
-  Export] M…`` (every M resolved against the installed standard library by the checker),
+  Export] M…`` (every M resolved against the installed standard library by the checker and
+  refused unless that full name is on the fixed list of `trust`: no ``Coq.Compat.AdmitAxiom``),
   ``Import``/``Export M…`` and ``[Local] Open Scope s``. The checker runs the header *inside* the
   proof, after ``Proof.``, so nothing a script loads can change how the statement was read;
 - more than `MAX_SCRIPT_CHARS` characters or `MAX_SENTENCES` sentences; unterminated comments;
