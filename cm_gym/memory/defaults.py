@@ -24,7 +24,6 @@ import functools
 import hashlib
 import json
 import logging
-import os
 import sys
 import time
 from dataclasses import asdict
@@ -48,6 +47,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_SPLIT_SEED = 12345
+#: A store with fewer records is "nearly empty": with k = 3 retrieval and applicability
+#: conditions, most decisions then see no record at all, and a selector has little to learn.
+MIN_USEFUL_RECORDS = 5
 STORES = "stores"
 #: Modules (relative to the cm_gym package) whose code shapes the records of a default store.
 _CORE_SOURCES = ("memory", "agent.py", "llm/simulated.py", "llm/prompts.py", "llm/parsers.py")
@@ -74,12 +76,26 @@ def core_version() -> str:
 
 
 def _progress_bar(benchmark: str, total: int) -> Any:
-    """A tqdm bar on stderr, or None when ``CM_GYM_PROGRESS=0``."""
-    if os.environ.get("CM_GYM_PROGRESS", "1").strip().lower() in ("0", "false", "no", "off"):
-        return None
-    from tqdm import tqdm
+    """A progress bar on stderr (lines when piped), or None when ``CM_GYM_PROGRESS=0``."""
+    from cm_gym.progress import progress_bar, progress_enabled
 
-    return tqdm(total=total, desc=f"default {benchmark} store", unit="task", file=sys.stderr, mininterval=1.0)
+    if not progress_enabled():
+        return None
+    return progress_bar(total, f"default {benchmark} store", "task", file=sys.stderr)
+
+
+def warn_if_nearly_empty(what: str, n_records: int, n_tasks: int) -> str | None:
+    """Log (WARNING) and return a one-line warning when a built store holds fewer than
+    `MIN_USEFUL_RECORDS` records; None otherwise."""
+    if n_records >= MIN_USEFUL_RECORDS:
+        return None
+    message = (
+        f"{what} holds only {n_records} record(s) from {n_tasks} build task(s) (fewer than "
+        f"{MIN_USEFUL_RECORDS}): memory will rarely be retrieved. Build on more tasks, or check the "
+        "domain's error model, edit operators and distil (what admission refused is in the summary)."
+    )
+    logger.warning(message)
+    return message
 
 
 def default_snapshot(
@@ -222,3 +238,4 @@ def _build(
     logger.warning(
         "default %s store ready: %d records in %.0f s", name, n_records, time.perf_counter() - started
     )
+    warn_if_nearly_empty(f"the default {name} store", n_records, len(build_tasks))
