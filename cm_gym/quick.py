@@ -6,10 +6,10 @@ command line or call leaves unset; an explicit ``--seeds 0 1 2 3 4`` is kept):
 - `cm-gym run`, `train` and `evaluate` (without a training record): `PROTOCOL_SIZES`, so
   ``cm-gym run`` takes a minute or two instead of ~13 on two cores;
 - `cm-gym experiment`: ``--quick`` (results in ``runs/experiments-quick``);
-- `cm_gym.evaluate_policies`: ``n_eval`` = ``PROTOCOL_SIZES["n_eval"]``.
-
-(A bare ``gym.make`` keeps its default store: SQL's builds in well under a minute, and other
-benchmarks cap theirs with ``default_n_build``.)
+- `cm_gym.evaluate_policies`: ``n_eval`` = ``PROTOCOL_SIZES["n_eval"]``;
+- the default store a bare ``gym.make`` builds (`cm_gym.memory.defaults`): at most
+  `DEFAULT_STORE_N_BUILD` build tasks — another content-keyed file, so the full-size store is
+  never replaced and never reused for a quick one.
 
 Each of them says so on stderr once. The documentation's code blocks run in CI under this
 variable (``tests/test_docs_snippets.py``), so their text stays what a user types.
@@ -35,6 +35,8 @@ PROTOCOL_SIZES: dict[str, Any] = {
     "total_decisions": 300,
     "checkpoint_every": 100,
 }
+#: build tasks of a default store at most
+DEFAULT_STORE_N_BUILD = 60
 _said: set[str] = set()
 
 

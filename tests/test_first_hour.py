@@ -128,3 +128,21 @@ def test_the_example_plugin_store_has_a_record_for_every_slip_family(tmp_path: P
     assert int(records) >= MIN_USEFUL_RECORDS
     assert int(retrieved) > 0.5 * int(decisions)
     assert "holds only" not in out.stderr
+
+
+@pytest.mark.slow
+def test_quick_default_store_is_a_separate_smaller_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from cm_gym.memory.defaults import default_snapshot
+    from cm_gym.quick import DEFAULT_STORE_N_BUILD
+
+    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path))
+    monkeypatch.setenv("CM_GYM_PROGRESS", "0")
+    monkeypatch.setenv("CM_GYM_QUICK", "1")
+    with caplog.at_level(logging.WARNING):
+        quick = default_snapshot("SQL")
+    assert f"from {DEFAULT_STORE_N_BUILD} tasks" in caplog.text
+    assert default_snapshot("SQL", n_build=DEFAULT_STORE_N_BUILD) == quick  # the same settings, the same file
+    monkeypatch.delenv("CM_GYM_QUICK")
+    assert default_snapshot("SQL", n_build=10) != quick

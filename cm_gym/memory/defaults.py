@@ -38,6 +38,7 @@ from cm_gym.memory.schema import SCHEMA_VERSION
 from cm_gym.memory.snapshot import FrozenStore
 from cm_gym.memory.store import RecordStore
 from cm_gym.paths import CacheError, cache_dir
+from cm_gym.quick import DEFAULT_STORE_N_BUILD, quick_mode, say
 from cm_gym.types import Task, task_digest
 
 if TYPE_CHECKING:
@@ -109,7 +110,8 @@ def default_snapshot(
     data: str | Path | None = None,
 ) -> Path:
     """Path of the benchmark's default frozen store (built on first use). `n_build` limits the
-    build split to its first n tasks (default: the benchmark's `default_n_build`, else all); the
+    build split to its first n tasks (default: the benchmark's `default_n_build`, else all; at
+    most `cm_gym.quick.DEFAULT_STORE_N_BUILD` under ``CM_GYM_QUICK=1``); the
     settings (and the tasks' content) determine the file name. `data` is a data folder for the
     benchmark (the data-root contract of `cm_gym.registry`)."""
     from cm_gym import __version__
@@ -120,6 +122,9 @@ def default_snapshot(
     spec = get_benchmark(benchmark)
     if n_build is None:
         n_build = spec.default_n_build
+        if quick_mode():  # CM_GYM_QUICK=1: a smaller store (another cached file, `cm_gym.quick`)
+            say(f"the default {spec.name} store")
+            n_build = min(n_build or DEFAULT_STORE_N_BUILD, DEFAULT_STORE_N_BUILD)
     domain = get_domain(spec.domain_name)
     tasks = spec.load(data)
     split = make_split(tasks, seed=DEFAULT_SPLIT_SEED, by_env=spec.split_by_env)
