@@ -1,6 +1,6 @@
 """Train a memory selector with Stable-Baselines3 in ten lines, and put it in the results table.
 
-Run: python examples/train_selector_sb3.py  (about N min on two cores; see docs/tutorials/train-sb3.md)
+Run: python examples/train_selector_sb3.py  (see docs/tutorials/train-sb3.md)
 """
 
 import gymnasium as gym
