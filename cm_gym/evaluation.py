@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cm_gym.protocol import ProtocolConfig, ProtocolError
+from cm_gym.quick import PROTOCOL_SIZES, quick_mode, say
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +128,9 @@ def evaluate_policies(
         from cm_gym.memory.defaults import default_snapshot
 
         store = default_snapshot(benchmark)
+    if n_eval is None and quick_mode():  # CM_GYM_QUICK=1: smoke sizes (`cm_gym.quick`)
+        say("evaluate_policies")
+        n_eval = PROTOCOL_SIZES["n_eval"]
     known = {f.name for f in ProtocolConfig.__dataclass_fields__.values()}  # type: ignore[attr-defined]
     protocol_kw = {k: env_kwargs.pop(k) for k in list(env_kwargs) if k in known}
     cfg = ProtocolConfig(

@@ -162,9 +162,9 @@ def _cached_llm(cfg: ProtocolConfig, prepared: Prepared) -> CachedLLM:
 def _bar(enabled: bool, desc: str, unit: str, total: int | None = None) -> Any:
     if not enabled:
         return None
-    from tqdm import tqdm
+    from cm_gym.progress import progress_bar
 
-    return tqdm(desc=desc, unit=unit, total=total, dynamic_ncols=True, smoothing=0.1)
+    return progress_bar(total, desc, unit)
 
 
 def tabulate(

@@ -12,13 +12,14 @@ import inspect
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from cm_gym.metrics import EpisodeCounters
+from cm_gym.progress import progress_bar
 from cm_gym.types import CmGymError
 
 logger = logging.getLogger(__name__)
@@ -200,3 +201,25 @@ class CheckpointSelector(BaseCallback):
             self.best_step,
         )
         return value
+
+
+class DecisionProgress(BaseCallback):
+    """SB3 callback: a `progress_bar` over ``learn``'s decisions (line-based when piped)."""
+
+    def __init__(self, desc: str = "train", file: IO[str] | None = None, steps: int = 10) -> None:
+        super().__init__()
+        self.desc, self.file, self.steps, self.bar = desc, file, steps, None
+
+    def _on_training_start(self) -> None:
+        total = int(self.locals["total_timesteps"]) - int(self.model.num_timesteps)
+        self.bar = progress_bar(total, self.desc, "decision", file=self.file, steps=self.steps)
+
+    def _on_step(self) -> bool:
+        if self.bar is not None:
+            self.bar.update(int(self.training_env.num_envs))
+        return True
+
+    def _on_training_end(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None

@@ -143,9 +143,9 @@ def run(args: argparse.Namespace) -> int:
         store.set_meta("build_settings", json.dumps(settings, sort_keys=True))
         bar = None
         if not args.no_progress:
-            from tqdm import tqdm
+            from cm_gym.progress import progress_bar
 
-            bar = tqdm(total=len(ids), unit="task", desc="build", file=sys.stderr)
+            bar = progress_bar(len(ids), "build", "task", file=sys.stderr)
 
         def progress(done: int, total: int) -> None:
             if bar is not None:
@@ -176,6 +176,9 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"store {args.out}: {len(store)} records, {len(store.processed_task_ids)} source tasks processed"
         )
+        from cm_gym.memory.defaults import warn_if_nearly_empty
+
+        warn_if_nearly_empty(f"store {args.out}", len(store), len(store.processed_task_ids))
         if args.freeze is not None:
             frozen = store.freeze(args.freeze, overwrite=True)
             print(f"snapshot {args.freeze}: sha256 {frozen.manifest['sha256']} ({len(frozen)} records)")

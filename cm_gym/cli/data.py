@@ -37,9 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from cm_gym.datacheck import check_dataset
+    from cm_gym.progress import progress_bar
 
     if args.limit is not None and args.limit < 0:
         raise argparse.ArgumentTypeError("--limit must be >= 0")
@@ -50,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         if args.no_progress:
             return
         if bar is None:
-            bar = tqdm(total=total, desc="references", unit="task", file=sys.stderr)
+            bar = progress_bar(total, "references", "task", file=sys.stderr)
         bar.n = done
         bar.refresh()
 

@@ -12,23 +12,48 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from cm_gym.cli._args import add_dataclass_args, add_output_options, dataclass_from_args, dataclass_from_json
+from cm_gym.cli.run import PhaseBar
 from cm_gym.outputs import claim_out_dir
 from cm_gym.protocol import ProtocolConfig, ProtocolError, evaluate_all
+from cm_gym.quick import protocol_overrides, say
 from cm_gym.report import results_table, write_plots
 
 DESCRIPTION = (
     "Evaluate the policies on the held-out tasks T_eval with the store and the selectors frozen: "
     "the built-in ones (--policies) and your own (--policy). Seeds, sizes and the snapshot come "
-    "from training.json unless given here. Prints the table; writes results.json and plots."
+    "from training.json unless given here; what only training reads (decisions, checkpoints, build "
+    "sizes, the learner) comes from training.json alone. Prints the table; writes results.json and plots."
+)
+
+
+#: `ProtocolConfig` fields that only building or training read: evaluation takes them from
+#: training.json. Still accepted (old command lines keep working) but not listed by --help.
+TRAINING_ONLY = (
+    "n_build",
+    "n_train",
+    "retention",
+    "total_decisions",
+    "checkpoint_every",
+    "validation_fraction",
+    "obs_layouts",
+    "tensorboard",
+    "algo",
+    "env_runners",
+    "ray_address",
 )
 
 
 def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The options of `cm-gym evaluate` and `python evaluate.py`."""
+    """The options of `cm-gym evaluate` and `python evaluate.py` (training-only ones hidden)."""
     add_dataclass_args(p, ProtocolConfig)
+    hidden = {"--" + name.replace("_", "-") for name in TRAINING_ONLY}
+    for action in p._actions:
+        if hidden & set(action.option_strings):
+            action.help = argparse.SUPPRESS
     p.add_argument(
         "--training", type=Path, default=None, metavar="FILE", help="training.json written by `cm-gym train`"
     )
@@ -71,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
     path, record = _training_record(args)
     base = dataclass_from_json(ProtocolConfig, record["config"]) if record else None
     cfg = dataclass_from_args(ProtocolConfig, args, base=base)
+    quick = {} if record else protocol_overrides(k for k, v in vars(args).items() if v is not None)
+    if quick:  # CM_GYM_QUICK=1 without a training record: smoke sizes (`cm_gym.quick`)
+        say("cm-gym evaluate")
+        cfg = replace(cfg, **quick)
     if args.out_dir is None:
         cfg.out_dir = path.parent if record else Path("runs") / cfg.benchmark
     checkpoints: dict[str, dict[int, str]] = {}  # {layout: {seed: path}}
@@ -104,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
         cfg.custom_policies[name] = source
         cfg.policies = (*cfg.policies, name)
     claim_out_dir(cfg.out_dir, "evaluate", overwrite=args.overwrite)
-    results = evaluate_all(cfg, checkpoints)
+    bar = PhaseBar(cfg.progress)
+    results = evaluate_all(cfg, checkpoints, progress=bar)
+    bar.close()
     write_plots(results, Path(cfg.out_dir), training=(record or {}).get("training"))
     print(results_table(results, args.format))
     return 0

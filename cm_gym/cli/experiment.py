@@ -8,6 +8,7 @@ from pathlib import Path
 
 from cm_gym.experiments import STUDIES, ExperimentConfig, run_experiments
 from cm_gym.experiments.runner import BACKENDS
+from cm_gym.quick import quick_mode, say
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,7 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=("rw", "ro", "off"),
         help="rw (default), ro (replay only: a miss is an error), off",
     )
-    p.add_argument("--quick", action="store_true", help="smoke sizes: every study in minutes")
+    p.add_argument(
+        "--quick", action="store_true", help="smoke sizes: every study in minutes (also: CM_GYM_QUICK=1)"
+    )
     p.add_argument(
         "--results",
         type=Path,
@@ -78,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
         raise ExperimentError("--address joins a Ray cluster: add --backend ray")
     if args.seeds is not None and any(s < 0 for s in args.seeds):
         raise ExperimentError("--seeds must be non-negative integers")
+    if not args.quick and quick_mode():  # CM_GYM_QUICK=1 means --quick (`cm_gym.quick`)
+        say("cm-gym experiment (as --quick)")
+        args.quick = True
     cfg = ExperimentConfig.make(
         quick=args.quick,
         benchmarks=tuple(args.benchmarks) if args.benchmarks else None,

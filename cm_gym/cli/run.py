@@ -7,14 +7,15 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tqdm import tqdm
-
 from cm_gym.cli._args import add_dataclass_args, add_output_options, dataclass_from_args
 from cm_gym.outputs import claim_out_dir
+from cm_gym.progress import progress_bar
 from cm_gym.protocol import ProtocolConfig, run_protocol
+from cm_gym.quick import protocol_overrides, say
 from cm_gym.report import results_table, write_plots
 
 R = TypeVar("R")
@@ -42,15 +43,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def config_from(args: argparse.Namespace) -> ProtocolConfig:
+    """The `ProtocolConfig` of run / train / tabulate: the options given, the defaults for the
+    rest (smoke sizes for those under ``CM_GYM_QUICK=1``, `cm_gym.quick`)."""
     cfg = dataclass_from_args(ProtocolConfig, args)
+    quick = protocol_overrides(k for k, v in vars(args).items() if v is not None)
+    if quick:
+        say(f"cm-gym {getattr(args, 'command', None) or 'run'}")
+        cfg = replace(cfg, **quick)
     if getattr(args, "out_dir", None) is None:
         cfg.out_dir = Path("runs") / cfg.benchmark
     return cfg
 
 
 class PhaseBar:
-    """A tqdm bar per protocol phase (build tasks, selector seeds, evaluation); called as
-    ``bar(phase, done, total)``."""
+    """A progress bar per protocol phase (build tasks, selector seeds, evaluation); called as
+    ``bar(phase, done, total)``. On a terminal a tqdm bar, piped a line per tenth of the phase
+    (so one line per selector seed), via `cm_gym.progress.progress_bar`."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled, self.bar, self.phase = enabled, None, ""
@@ -60,14 +68,9 @@ class PhaseBar:
             return
         if phase != self.phase:
             self.close()
-            self.phase, self.bar = (
-                phase,
-                tqdm(
-                    total=n,
-                    desc=phase,
-                    unit="task" if phase == "build" else "seed" if phase == "train" else "run",
-                ),
-            )
+            unit = "task" if phase == "build" else "seed" if phase == "train" else "run"
+            steps = n if phase == "train" else 10  # piped: one line per selector seed
+            self.phase, self.bar = phase, progress_bar(n, phase, unit, steps=steps, min_interval=0.0)
         if self.bar is not None:
             self.bar.n = min(i, n)  # i = units done so far
             self.bar.refresh()

@@ -187,9 +187,9 @@ def calibrate(
     todo = [inst for inst in instances if cache.get(inst.digest, budget) is None]
     bar = None
     if len(todo) > 20:
-        from tqdm import tqdm
+        from cm_gym.progress import progress_bar
 
-        bar = tqdm(total=len(todo), desc=f"probing {family}", unit="file", disable=None, leave=False)
+        bar = progress_bar(len(todo), f"probing {family}", "file", leave=False)
         logger.info("probing the reference on %d %s instance(s) (cached afterwards)", len(todo), family)
     try:
         for start in range(0, len(todo), BATCH):

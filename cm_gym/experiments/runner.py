@@ -331,9 +331,9 @@ class Runner:
         pending = {k: u for k, u in todo.items() if k not in done}
         bar = None
         if self.progress and pending:
-            from tqdm import tqdm
+            from cm_gym.progress import progress_bar
 
-            bar = tqdm(total=len(todo), initial=len(done), desc="units", unit="unit")
+            bar = progress_bar(len(todo), "units", "unit", initial=len(done))
         running: dict[cf.Future[UnitResult], Unit] = {}
         try:
             while pending or running:

@@ -24,7 +24,6 @@ import functools
 import hashlib
 import json
 import logging
-import os
 import sys
 import time
 from dataclasses import asdict
@@ -39,6 +38,7 @@ from cm_gym.memory.schema import SCHEMA_VERSION
 from cm_gym.memory.snapshot import FrozenStore
 from cm_gym.memory.store import RecordStore
 from cm_gym.paths import CacheError, cache_dir
+from cm_gym.quick import DEFAULT_STORE_N_BUILD, quick_mode, say
 from cm_gym.types import Task, task_digest
 
 if TYPE_CHECKING:
@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_SPLIT_SEED = 12345
+#: A store with fewer records is "nearly empty": with k = 3 retrieval and applicability
+#: conditions, most decisions then see no record at all, and a selector has little to learn.
+MIN_USEFUL_RECORDS = 5
 STORES = "stores"
 #: Modules (relative to the cm_gym package) whose code shapes the records of a default store.
 _CORE_SOURCES = ("memory", "agent.py", "llm/simulated.py", "llm/prompts.py", "llm/parsers.py")
@@ -74,12 +77,26 @@ def core_version() -> str:
 
 
 def _progress_bar(benchmark: str, total: int) -> Any:
-    """A tqdm bar on stderr, or None when ``CM_GYM_PROGRESS=0``."""
-    if os.environ.get("CM_GYM_PROGRESS", "1").strip().lower() in ("0", "false", "no", "off"):
-        return None
-    from tqdm import tqdm
+    """A progress bar on stderr (lines when piped), or None when ``CM_GYM_PROGRESS=0``."""
+    from cm_gym.progress import progress_bar, progress_enabled
 
-    return tqdm(total=total, desc=f"default {benchmark} store", unit="task", file=sys.stderr, mininterval=1.0)
+    if not progress_enabled():
+        return None
+    return progress_bar(total, f"default {benchmark} store", "task", file=sys.stderr)
+
+
+def warn_if_nearly_empty(what: str, n_records: int, n_tasks: int) -> str | None:
+    """Log (WARNING) and return a one-line warning when a built store holds fewer than
+    `MIN_USEFUL_RECORDS` records; None otherwise."""
+    if n_records >= MIN_USEFUL_RECORDS:
+        return None
+    message = (
+        f"{what} holds only {n_records} record(s) from {n_tasks} build task(s) (fewer than "
+        f"{MIN_USEFUL_RECORDS}): memory will rarely be retrieved. Build on more tasks, or check the "
+        "domain's error model, edit operators and distil (what admission refused is in the summary)."
+    )
+    logger.warning(message)
+    return message
 
 
 def default_snapshot(
@@ -93,7 +110,8 @@ def default_snapshot(
     data: str | Path | None = None,
 ) -> Path:
     """Path of the benchmark's default frozen store (built on first use). `n_build` limits the
-    build split to its first n tasks (default: the benchmark's `default_n_build`, else all); the
+    build split to its first n tasks (default: the benchmark's `default_n_build`, else all; at
+    most `cm_gym.quick.DEFAULT_STORE_N_BUILD` under ``CM_GYM_QUICK=1``); the
     settings (and the tasks' content) determine the file name. `data` is a data folder for the
     benchmark (the data-root contract of `cm_gym.registry`)."""
     from cm_gym import __version__
@@ -104,6 +122,9 @@ def default_snapshot(
     spec = get_benchmark(benchmark)
     if n_build is None:
         n_build = spec.default_n_build
+        if quick_mode():  # CM_GYM_QUICK=1: a smaller store (another cached file, `cm_gym.quick`)
+            say(f"the default {spec.name} store")
+            n_build = min(n_build or DEFAULT_STORE_N_BUILD, DEFAULT_STORE_N_BUILD)
     domain = get_domain(spec.domain_name)
     tasks = spec.load(data)
     split = make_split(tasks, seed=DEFAULT_SPLIT_SEED, by_env=spec.split_by_env)
@@ -222,3 +243,4 @@ def _build(
     logger.warning(
         "default %s store ready: %d records in %.0f s", name, n_records, time.perf_counter() - started
     )
+    warn_if_nearly_empty(f"the default {name} store", n_records, len(build_tasks))

@@ -4,7 +4,7 @@ CF Memory selector per trained layout and seed, paired bootstrap CIs against the
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,12 +67,18 @@ def resolve_policy(cfg: ProtocolConfig, name: str, env: Any, seed: int, checkpoi
 
 
 def evaluate_policies(
-    cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, checkpoints: Checkpoints, llm: Any = None
+    cfg: ProtocolConfig,
+    snapshot: Any,
+    prepared: Prepared,
+    checkpoints: Checkpoints,
+    llm: Any = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Evaluate every policy on T_eval with store and policy frozen. Deterministic policies are
     run once and shared across seeds; random and CF Memory run once per seed, CF Memory once per
     trained observation layout (on an env of that layout: same tasks, LLM and world model). Every
-    policy carries paired bootstrap CIs against random valid and top-1 (``paired_ci``)."""
+    policy carries paired bootstrap CIs against random valid and top-1 (``paired_ci``).
+    `progress(done, total)` is called after each policy × seed run."""
     from cm_gym.evaluation import report_masked
     from cm_gym.metrics import aggregate_seeds, paired, paired_comparisons, summarize
     from cm_gym.training import run_episodes
@@ -88,6 +94,9 @@ def evaluate_policies(
             names.append((name, name, "paper"))
     results: dict[str, Any] = {}
     episodes_of: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    shared = ("none", "top1", "oracle")  # deterministic: one run serves every seed
+    runs = sum(1 if name in shared else len(cfg.seeds) for _, name, _ in names)
+    done = 0
     for key, name, layout in names:
         if layout not in envs:
             envs[layout] = make_env(
@@ -96,13 +105,16 @@ def evaluate_policies(
         env, ckpts = envs[layout], by_layout.get(layout, {})
         per_seed: dict[int, list[dict[str, Any]]] = {}
         for seed in cfg.seeds:
-            if name in ("none", "top1", "oracle") and per_seed:
+            if name in shared and per_seed:
                 per_seed[seed] = next(iter(per_seed.values()))
                 continue
             policy = resolve_policy(cfg, name, env, seed, ckpts.get(seed))
             prefetch(name, seed, policy, ckpts.get(seed), layout)
             on_masked = "error" if cfg.on_masked == "error" else "count"
             per_seed[seed] = run_episodes(env, policy, prepared.split.eval, on_masked=on_masked)
+            done += 1
+            if progress:
+                progress(done, runs)
         episodes_of[key] = per_seed
         summaries = [summarize(eps) for eps in per_seed.values()]
         masked = sum(e.get("invalid_actions", 0) for eps in per_seed.values() for e in eps)

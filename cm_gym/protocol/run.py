@@ -56,13 +56,16 @@ def run_protocol(
         for record in training:
             checkpoints.setdefault(record["layout"], {})[record["seed"]] = record["best_checkpoint"]
     timings["train_seconds"] = time.perf_counter() - t0 - timings["build_seconds"]
-    if progress:
-        progress("evaluate", 0, 1)
     t1 = time.perf_counter()
-    policies = evaluate_policies(cfg, snapshot, prepared, checkpoints, llm)
+    policies = evaluate_policies(
+        cfg,
+        snapshot,
+        prepared,
+        checkpoints,
+        llm,
+        (lambda i, n: progress("evaluate", i, n)) if progress else None,
+    )
     timings["evaluate_seconds"] = time.perf_counter() - t1
-    if progress:
-        progress("evaluate", 1, 1)
     results = {
         "config": config_json(cfg),
         "split": {k: len(v) for k, v in asdict(prepared.split).items()},
@@ -101,11 +104,17 @@ def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | N
     return record
 
 
-def evaluate_all(cfg: ProtocolConfig, checkpoints: Checkpoints, *, write: bool = True) -> dict[str, Any]:
+def evaluate_all(
+    cfg: ProtocolConfig,
+    checkpoints: Checkpoints,
+    *,
+    write: bool = True,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
     """Evaluate every policy on T_eval against the frozen snapshot `cfg.store`; checkpoints
     (``{seed: path}`` for the paper layout or ``{layout: {seed: path}}``) are checked (existence,
     observation layout) before any episode runs. With `write`, the results go to
-    ``<out_dir>/results.json``."""
+    ``<out_dir>/results.json``. `progress("evaluate", done, total)` counts policy × seed runs."""
     if cfg.store is None:
         raise ProtocolError("evaluation needs a frozen snapshot (--store)")
     prepared = prepare(cfg)
@@ -126,7 +135,14 @@ def evaluate_all(cfg: ProtocolConfig, checkpoints: Checkpoints, *, write: bool =
                 else:
                     MaskedDQN.load(path, env=None, device="cpu", expected_obs_dim=obs_dim(layout))
     llm = make_protocol_llm(cfg, prepared)
-    policies = evaluate_policies(cfg, snapshot, prepared, checkpoints, llm)
+    policies = evaluate_policies(
+        cfg,
+        snapshot,
+        prepared,
+        checkpoints,
+        llm,
+        (lambda i, n: progress("evaluate", i, n)) if progress else None,
+    )
     results = {
         "config": config_json(cfg),
         "split": {k: len(v) for k, v in asdict(prepared.split).items()},

@@ -28,7 +28,7 @@ def train_selector(
 
         return train_rllib(cfg, snapshot, prepared, seed, llm, layout)
     from cm_gym.agents.masked_dqn import MaskedDQN
-    from cm_gym.training import CheckpointSelector
+    from cm_gym.training import CheckpointSelector, DecisionProgress
 
     torch.set_num_threads(1)  # a (64, 64) MLP is ~10x slower with several threads on a small box
     val = prepared.split.validation
@@ -44,9 +44,12 @@ def train_selector(
         remove_tensorboard_runs(Path(tb), run_name)
     model = MaskedDQN("MlpPolicy", env, seed=seed, tensorboard_log=tb, verbose=0)
     callback = CheckpointSelector(val_env, val, seed_dir, every=cfg.checkpoint_every)
+    callbacks: list[Any] = [callback]
+    if cfg.progress:  # a bar on a terminal; piped, a line per quarter of the seed's decisions
+        callbacks.append(DecisionProgress(f"train {run_name}", steps=4))
     started = time.perf_counter()
     model.learn(
-        total_timesteps=cfg.total_decisions, callback=callback, tb_log_name=run_name, progress_bar=False
+        total_timesteps=cfg.total_decisions, callback=callbacks, tb_log_name=run_name, progress_bar=False
     )
     if callback.best_step < 0:  # shorter than one checkpoint interval: score the final policy
         callback.evaluate_checkpoint()

@@ -119,6 +119,9 @@ def build_snapshot(
             progress=progress,
         )
         store.freeze(snapshot_path, overwrite=True)
+        from cm_gym.memory.defaults import warn_if_nearly_empty
+
+        warn_if_nearly_empty(f"the memory of {prepared.spec.name}", len(store), len(build_tasks))
     (mem_dir / "build_summary.json").write_text(json.dumps(jsonable(summary), indent=2))
     logger.info("memory built: %s", summary)
     return snapshot_path

@@ -207,8 +207,6 @@ def _first_error(stderr: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: run the search over the valid statements and print / write the table."""
-    from tqdm import tqdm
-
     from cm_gym.domains.math.loader import load_minif2f_tasks
 
     ap = argparse.ArgumentParser(
@@ -228,7 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     evaluator = MathEvaluator()
     search = PortfolioSearch(evaluator, per_try_s=args.per_try)
     t0 = time.perf_counter()
-    with tqdm(total=len(tasks), desc="portfolio", unit="thm") as bar:
+    from cm_gym.progress import progress_bar
+
+    with progress_bar(len(tasks), "portfolio", "thm") as bar:
         results = search.run(tasks, statements, workers=args.workers, progress=lambda r: bar.update(1))
     raw = cache_dir("math") / "portfolio-last.json"
     raw.write_text(json.dumps([r.__dict__ for r in results], indent=1))

@@ -21,6 +21,7 @@ _CALL = re.compile(r"\s*range\(\s*(-?\d{1,7})\s*,\s*(-?\d{1,7})\s*(?:,\s*(-?\d{1
 _INCLUSIVE_END = re.compile(r"\bthrough\b|both included", re.IGNORECASE)
 _EXCLUSIVE_END = re.compile(r"not including|\bbefore\b|\bbelow\b|just above", re.IGNORECASE)
 _EXCLUSIVE_START = re.compile(r"\bafter\b", re.IGNORECASE)
+_EVERY = re.compile(r"\bevery (\d{1,6})(?:st|nd|rd|th)\b", re.IGNORECASE)
 UNITS = ("start", "stop", "step")
 
 Call = tuple[int, int, int | None]
@@ -39,13 +40,23 @@ def render_call(call: Call) -> str:
     return f"range({start}, {stop})" if step is None else f"range({start}, {stop}, {step})"
 
 
+def asked_step(task: Task) -> int | None:
+    """The step the question words ("every 3rd integer"), read from the prompt (never the reference)."""
+    m = _EVERY.search(task.prompt)
+    return int(m.group(1)) if m else None
+
+
 def _values(call: Call) -> range:
     start, stop, step = call
     return range(start, stop, 1 if step is None else step)
 
 
 class RangesEvaluator:
-    """World model: the numbers the call produces against the reference's (F1 as the utility)."""
+    """World model: the numbers the call produces against the reference's. U is 1 for exactly the
+    reference's numbers, else 0; the overlap (F1) is the graded score (``details["graded"]``, as
+    SQL's result-set overlap), which evidence reports. A graded U would make an off-by-one fix on
+    a 20-number range worth Δ ≈ 0.05, under admission's ε (0.05) and τ (0.1): almost nothing
+    would enter memory."""
 
     def check(self, state: AgentState, action: Action) -> Outcome:
         expected, call = parse_call(state.task.reference), parse_call(action.text)
@@ -68,10 +79,11 @@ class RangesEvaluator:
         if list(got) == want:
             return Outcome(1.0, True, "correct")
         common = len(set(got) & set(want))
-        score = 2 * common / (len(got) + len(want)) if got or want else 0.0
+        graded = 2 * common / (len(got) + len(want)) if got or want else 0.0
         first = "ok" if got and want and got[0] == want[0] else "wrong"
         last = "ok" if got and want and got[-1] == want[-1] else "wrong"
-        return Outcome(score, False, f"{len(got)} numbers, expected {len(want)}; first {first}, last {last}")
+        feedback = f"{len(got)} numbers, expected {len(want)}; first {first}, last {last}"
+        return Outcome(0.0, False, feedback, details={"graded": graded})
 
 
 def _end_word(task: Task, args: tuple[str, ...]) -> bool:
@@ -136,8 +148,13 @@ class RangesDomain(Domain):
                 parts = list(call)
                 parts[unit] += delta  # type: ignore[operator]
                 edits.append(Edit(render_call(tuple(parts)), UNITS[unit], f"{UNITS[unit]} {delta:+d}"))  # type: ignore[arg-type]
+        step = asked_step(task)
         if call[2] is not None:
             edits.append(Edit(render_call((call[0], call[1], None)), "step", "drop the step"))
+        elif step is not None:
+            edits.append(
+                Edit(render_call((call[0], call[1], step)), "step", "the step the question asks for")
+            )
         return edits
 
     def condition_predicates(self) -> Mapping[str, PredicateFn]:
@@ -149,8 +166,12 @@ class RangesDomain(Domain):
             return super().contrast_key(a_minus, a_plus)
         parts = []
         for unit, x, y in zip(UNITS, before, after, strict=True):
-            if x != y:
-                parts.append(f"{unit}:{y - x:+d}" if x is not None and y is not None else f"{unit}:{x}->{y}")
+            if x == y:
+                continue
+            if x is not None and y is not None:
+                parts.append(f"{unit}:{y - x:+d}")
+            else:  # a step added or dropped: the same advice whatever its size
+                parts.append(f"{unit}:{'added' if x is None else 'dropped'}")
         return "; ".join(parts) or "same"
 
     def distil(self, task: Task, a_minus: str, a_plus: str) -> Distillation:
@@ -183,6 +204,8 @@ class RangesDomain(Domain):
         for i, (x, y) in enumerate(zip(before, after, strict=True)):
             if x != y:
                 parts[i] = parts[i] + (y - x) if None not in (x, y, parts[i]) else y  # type: ignore[operator]
+        if before[2] is None and after[2] is not None:  # "add the step": this question's own step
+            parts[2] = asked_step(task) or after[2]
         revised = render_call(tuple(parts))  # type: ignore[arg-type]
         return revised if revised != render_call(call) else None
 

@@ -1,0 +1,21 @@
+"""Train a memory selector with Stable-Baselines3 in ten lines, and put it in the results table.
+
+Run: python examples/train_selector_sb3.py  (see docs/tutorials/train-sb3.md)
+"""
+
+import gymnasium as gym
+import torch
+
+import cm_gym  # registers the cm_gym/... env ids
+from cm_gym.agents import MaskedDQN  # SB3's DQN with action masking, the paper's Table 3 settings
+from cm_gym.report import results_table
+from cm_gym.training import DecisionProgress  # a progress bar (lines when piped to a file)
+
+torch.set_num_threads(1)  # a (64, 64) MLP: extra threads only wait on small machines
+env = gym.make("cm_gym/SQL-v0")  # the default frozen store, training tasks, simulated LLM
+model = MaskedDQN("MlpPolicy", env, seed=0)
+model.learn(total_timesteps=2_000, callback=DecisionProgress())
+model.save("selector.zip")
+
+results = cm_gym.evaluate_policies({"my DQN": model}, baselines=("none", "top1", "random"))
+print(results_table(results))
