@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
+from cm_gym.domains.reply import ReplyFormat
+from cm_gym.domains.math import reply
 from cm_gym.domains.math.edits import math_edit_operators
 from cm_gym.domains.math.errormodel import math_error_model
 from cm_gym.domains.math.lines import split_lines
@@ -27,6 +29,7 @@ class MathDomain(Domain):
         "Return only the proof script in one ```coq fenced code block: optional `Require Import` lines "
         "of standard-library modules, then one tactic sentence per line; no Proof./Qed., no admit."
     )
+    reply_format: ClassVar[ReplyFormat] = ReplyFormat(("coq", "rocq", "gallina", "v", "ocaml"), reply.find_script, "Coq proof script")
 
     def make_evaluator(self, **kwargs: Any) -> Evaluator:
         """A `MathEvaluator` (kwargs: tactic_timeout, qed_timeout, limits, sandbox, cache, workers,
@@ -59,5 +62,10 @@ class MathDomain(Domain):
         return transfer(draft, a_minus, a_plus)
 
     def parse_action(self, text: str) -> str:
-        """The fenced block (or the reply), with a restated theorem reduced to its proof script."""
+        """The script of the reply (`reply_format`: a ```coq block, any block, a Proof. block or
+        script lines in the prose), with a restated theorem reduced to its proof script."""
         return extract_proof(super().parse_action(text))
+
+    def canonical_action(self, text: str) -> str:
+        """The comment-free sentences (layout and comments never count)."""
+        return reply.canonical(text)

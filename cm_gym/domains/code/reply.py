@@ -1,0 +1,92 @@
+"""A Python program (or a unified diff) inside a reply's prose, and the canonical form of code.
+
+The recogniser looks for a unified diff first (a ``--- `` / ``+++ `` header or an ``@@`` hunk and
+the lines that continue it), then for Python: the block from the first line that starts a module
+statement at column 0 (``def``, ``class``, ``import``, ``from … import``, a decorator, or a ``#``
+comment right above one of them) to the first unindented line that reads as prose. When that
+block does not parse, trailing lines are dropped one at a time (at most `MAX_TRIMS`) until it
+does; if it never parses it is returned as it is, so the sandbox reports the syntax error. Two
+programs are the same when their ASTs are (comments, blank lines and formatting never count).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from cm_gym.domains.reply import prose_line
+
+MAX_TRIMS = 8
+MAX_CHARS = 200_000
+_STARTS = ("def ", "async def ", "class ", "import ", "from ", "@")
+_KEYWORDS = frozenset({"none", "true", "false"})
+
+
+def _starts_code(line: str) -> bool:
+    if not line.startswith(_STARTS):
+        return False
+    return not line.startswith("from ") or " import " in line
+
+
+def find_diff(text: str) -> str | None:
+    """The first unified diff of `text` (headers, hunks and their lines), or None."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        header = line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
+        if not (header or line.startswith("@@ ")):
+            continue
+        j = i + (2 if header else 0)
+        while j < len(lines) and (lines[j][:1] in (" ", "+", "-", "\\") or lines[j].startswith("@@")):
+            j += 1
+        return "\n".join(lines[i:j]).rstrip()
+    return None
+
+
+def _parses(source: str) -> bool:
+    if len(source) > MAX_CHARS:
+        return False
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def find_program(text: str) -> str | None:
+    """The Python program stated in `text`, or None (see the module docstring)."""
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if _starts_code(line)), None)
+    if start is None:
+        return None
+    while start > 0 and lines[start - 1].startswith("#"):
+        start -= 1  # a comment right above the first statement belongs to it
+    end = start + 1
+    while end < len(lines) and not prose_line(lines[end], _KEYWORDS, headings=False):
+        end += 1
+    block = lines[start:end]
+    while block and not block[-1].strip():
+        block.pop()
+    for _ in range(MAX_TRIMS):
+        if len(block) <= 1 or _parses("\n".join(block)):
+            break
+        block.pop()
+        while block and not block[-1].strip():
+            block.pop()
+    if not _parses("\n".join(block)):
+        block = lines[start:end]
+    return "\n".join(block).rstrip() or None
+
+
+def find_action(text: str) -> str | None:
+    """A unified diff in `text`, else a Python program, else None."""
+    return find_diff(text) or find_program(text)
+
+
+def canonical(text: str) -> str:
+    """``ast.dump`` of the program (formatting and comments never count); the collapsed text
+    when it does not parse (a diff, a syntax error)."""
+    if len(text) <= MAX_CHARS:
+        try:
+            return ast.dump(ast.parse(text))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+    return " ".join(text.split())

@@ -1,0 +1,115 @@
+"""A SQL query inside a reply's prose: where a ``SELECT`` / ``WITH`` statement starts and ends.
+
+The recogniser of the SQL domain's `ReplyFormat` (`cm_gym.domains.reply`). A statement starts at
+the word ``SELECT`` or ``WITH`` (in lower case only where a statement can start: the reply's
+start, a line start, after a colon or an opening backtick); it ends at a ``;``, a blank line, a fence, the closing backtick
+of inline code, a sentence that starts after ``". "``, or a line that reads as prose — never
+inside a string literal, a quoted identifier or parentheses. The first candidate sqlglot parses is
+the query; when none parses, the first candidate that starts like a query (upper-case keyword at
+a line start) is returned, so the world model says what is wrong with it. One pass per candidate,
+at most `MAX_CANDIDATES` candidates: linear in the reply.
+"""
+
+from __future__ import annotations
+
+from cm_gym.domains.reply import prose_line, starts_sentence
+
+MAX_CANDIDATES = 16
+MAX_CHARS = 20_000  # a candidate longer than this is not handed to sqlglot
+_STARTS = ("select", "with")
+#: words that continue a query at the start of a line (anything else capitalised reads as prose)
+_KEYWORDS = frozenset(
+    """select from where group order by having limit offset join left right inner outer cross natural
+    full on using and or not in is null like glob between exists union intersect except all distinct as
+    case when then else end asc desc with recursive values count sum avg min max cast collate escape
+    over partition window filter lower upper length substr abs round coalesce ifnull iif nullif
+    replace instr trim strftime date datetime julianday total group_concat true false""".split()
+)
+_OPENERS = {"'": "'", '"': '"', "`": "`", "[": "]"}
+
+
+def _starts(text: str) -> list[tuple[int, bool]]:
+    """Candidate starts (position, strong) in order: ``SELECT``/``WITH`` as a whole word, and
+    lower-case ``select``/``with`` where a statement may begin (a line's start, after a colon or
+    a backtick); strong = upper-case keyword at the reply's or a line's start."""
+    out: list[tuple[int, bool]] = []
+    lower = text.lower()
+    for word in _STARTS:
+        at = lower.find(word)
+        while at != -1 and len(out) < 4 * MAX_CANDIDATES:
+            end = at + len(word)
+            before = text[at - 1] if at else "\n"
+            after = text[end] if end < len(text) else ""
+            if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+                window = max(0, at - 200)  # bounded look-back: linear however long the line
+                newline = text.rfind("\n", window, at)
+                lead = text[newline + 1 if newline != -1 else window : at].strip()
+                upper = text[at:end].isupper()
+                if upper or lead in ("", "`", ">", "-", "*") or lead.endswith((":", "`", "(")):
+                    out.append((at, upper and lead in ("", ">")))
+            at = lower.find(word, end)
+    out.sort()
+    return out[:MAX_CANDIDATES]
+
+
+def statement_end(text: str, start: int) -> int:
+    """Where the statement starting at `start` ends (exclusive); see the module docstring."""
+    inline = start > 0 and text[start - 1] == "`"
+    depth, quote, i, n = 0, "", start, len(text)
+    while i < n:
+        ch = text[i]
+        if quote:
+            if ch == quote:
+                if i + 1 < n and text[i + 1] == quote and quote != "]":
+                    i += 2
+                    continue
+                quote = ""
+            i += 1
+            continue
+        if ch == "`" and inline:
+            return i
+        if ch == "`" and text.startswith("```", i):
+            return i
+        if ch in _OPENERS:
+            quote = _OPENERS[ch]
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0 and ch == ";":
+            return i
+        elif depth == 0 and ch == "." and i + 2 < n and text[i + 1] == " " and starts_sentence(text, i + 2, _KEYWORDS):
+            return i
+        elif ch == "\n" and depth == 0:
+            nxt = text.find("\n", i + 1)
+            line = text[i + 1 : n if nxt == -1 else nxt]
+            if not line.strip() or prose_line(line, _KEYWORDS):
+                return i
+        i += 1
+    return n
+
+
+def _parses(sql: str) -> bool:
+    from cm_gym.domains.sql.sqlast import SQLParseError, parse
+
+    if len(sql) > MAX_CHARS:
+        return False
+    try:
+        parse(sql)
+    except SQLParseError:
+        return False
+    return True
+
+
+def find_query(text: str) -> str | None:
+    """The SQL query stated in `text`, or None (see the module docstring)."""
+    fallback: str | None = None
+    for start, strong in _starts(text):
+        candidate = text[start : statement_end(text, start)].strip().rstrip(".,:").strip()
+        if not candidate:
+            continue
+        if _parses(candidate):
+            return candidate
+        if strong and fallback is None:
+            fallback = candidate
+    return fallback
