@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from cm_gym.cli._args import add_llm_limit_options, llm_limit_kwargs
 from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=os.environ.get("CM_GYM_SERVER_API_KEY"),
         help="require 'Authorization: Bearer KEY' (default $CM_GYM_SERVER_API_KEY; none: open)",
     )
+    add_llm_limit_options(p, concurrency=False)  # the client of --llm openai (a caching proxy)
     p.set_defaults(func=run)
 
 
@@ -103,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         task_lookup=lookup,
         cache_path=args.llm_cache,
         cache_mode=args.llm_cache_mode,
+        **llm_limit_kwargs(args),
     )
     options: dict[str, Any] = {"latency_s": args.latency_ms / 1000.0, "api_key": args.api_key}
     if args.workers is not None:

@@ -157,7 +157,7 @@ def fenced_blocks(text: str) -> list[Block]:
                     tag, body = info, []
                     continue
             if fence_char == "`" and stripped.endswith("`" * fence_len) and len(stripped) > fence_len:
-                content = line.rstrip()[: -fence_len].rstrip("`")
+                content = line.rstrip()[:-fence_len].rstrip("`")
                 body.append(content)
                 blocks.append(Block(tag, "\n".join(body), True))
                 fence_len, body = 0, []

@@ -6,11 +6,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
-from cm_gym.domains.reply import ReplyFormat
 from cm_gym.domains.code import reply
 from cm_gym.domains.code.errormodel import code_edit_operators, code_error_model, transfer_contrast
 from cm_gym.domains.code.evaluator import CodeEvaluator
 from cm_gym.domains.code.records import PREDICATES, contrast_key, distil_fix
+from cm_gym.domains.reply import ReplyFormat
 from cm_gym.types import Task
 
 
@@ -24,7 +24,9 @@ class CodeDomain(Domain):
         "Return the whole corrected program in one ```python fenced code block "
         "(a unified diff against the given program is also accepted)."
     )
-    reply_format: ClassVar[ReplyFormat] = ReplyFormat(("python", "py", "python3", "diff", "patch"), reply.find_action, "Python program")
+    reply_format: ClassVar[ReplyFormat] = ReplyFormat(
+        ("python", "py", "python3", "diff", "patch"), reply.find_action, "Python program"
+    )
 
     def make_evaluator(self, **kwargs: Any) -> CodeEvaluator:
         """A `CodeEvaluator` (kwargs: sandbox, limits, per_test_timeout, isolation)."""

@@ -16,9 +16,36 @@ from __future__ import annotations
 from cm_gym.domains.reply import prose_line, word_at
 
 DECLARATIONS = frozenset(
-    """method function predicate lemma class module datatype codatatype include import const type
-    ghost twostate iterator trait newtype abstract opaque static constructor colemma inductive
-    copredicate least greatest export refines""".split()
+    [
+        "method",
+        "function",
+        "predicate",
+        "lemma",
+        "class",
+        "module",
+        "datatype",
+        "codatatype",
+        "include",
+        "import",
+        "const",
+        "type",
+        "ghost",
+        "twostate",
+        "iterator",
+        "trait",
+        "newtype",
+        "abstract",
+        "opaque",
+        "static",
+        "constructor",
+        "colemma",
+        "inductive",
+        "copredicate",
+        "least",
+        "greatest",
+        "export",
+        "refines",
+    ]
 )
 
 

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
-from cm_gym.domains.reply import ReplyFormat
 from cm_gym.domains.math import reply
 from cm_gym.domains.math.edits import math_edit_operators
 from cm_gym.domains.math.errormodel import math_error_model
@@ -15,6 +14,7 @@ from cm_gym.domains.math.lines import split_lines
 from cm_gym.domains.math.proofs import read_table
 from cm_gym.domains.math.records import PREDICATES, contrast_key, distil_script, transfer
 from cm_gym.domains.math.script import extract_proof
+from cm_gym.domains.reply import ReplyFormat
 from cm_gym.types import Evaluator, Task
 
 
@@ -29,7 +29,9 @@ class MathDomain(Domain):
         "Return only the proof script in one ```coq fenced code block: optional `Require Import` lines "
         "of standard-library modules, then one tactic sentence per line; no Proof./Qed., no admit."
     )
-    reply_format: ClassVar[ReplyFormat] = ReplyFormat(("coq", "rocq", "gallina", "v", "ocaml"), reply.find_script, "Coq proof script")
+    reply_format: ClassVar[ReplyFormat] = ReplyFormat(
+        ("coq", "rocq", "gallina", "v", "ocaml"), reply.find_script, "Coq proof script"
+    )
 
     def make_evaluator(self, **kwargs: Any) -> Evaluator:
         """A `MathEvaluator` (kwargs: tactic_timeout, qed_timeout, limits, sandbox, cache, workers,

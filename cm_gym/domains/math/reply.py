@@ -40,7 +40,11 @@ def find_proof_block(text: str) -> str | None:
     """The restated theorem or ``Proof.`` block of `text` with its header lines, or None."""
     lines = text.split("\n")
     start = next(
-        (i for i, ln in enumerate(lines) if word_at(ln.lstrip(), 0) in THEOREMS or ln.strip().startswith("Proof.")),
+        (
+            i
+            for i, ln in enumerate(lines)
+            if word_at(ln.lstrip(), 0) in THEOREMS or ln.strip().startswith("Proof.")
+        ),
         None,
     )
     if start is None:

@@ -8,8 +8,7 @@ from typing import Any
 
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
 from cm_gym.domains.reply import ReplyFormat
-from cm_gym.domains.sat import reply
-from cm_gym.domains.sat import conditions, edits, errormodel
+from cm_gym.domains.sat import conditions, edits, errormodel, reply
 from cm_gym.domains.sat.evaluator import SatEvaluator
 from cm_gym.types import Task
 

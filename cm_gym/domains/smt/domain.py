@@ -8,8 +8,7 @@ from typing import Any
 
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
 from cm_gym.domains.reply import ReplyFormat
-from cm_gym.domains.smt import reply
-from cm_gym.domains.smt import conditions, edits, errormodel
+from cm_gym.domains.smt import conditions, edits, errormodel, reply
 from cm_gym.domains.smt.evaluator import SmtEvaluator
 from cm_gym.types import Task
 
@@ -25,7 +24,9 @@ class SmtDomain(Domain):
         "with one command per line; for a solver task, 'key: value' lines (logic, tactic, rlimit)."
     )
     reply_format = ReplyFormat(
-        ("smt2", "smt", "smtlib", "smt-lib", "z3", "lisp", "scheme"), reply.find_action, "SMT-LIB script or configuration"
+        ("smt2", "smt", "smtlib", "smt-lib", "z3", "lisp", "scheme"),
+        reply.find_action,
+        "SMT-LIB script or configuration",
     )
 
     def make_evaluator(self, **kwargs: Any) -> SmtEvaluator:

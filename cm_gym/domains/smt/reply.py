@@ -15,11 +15,41 @@ from cm_gym.domains.reply import line_run
 from cm_gym.domains.smt.solver import CONFIG_KEYS
 
 COMMANDS = frozenset(
-    """assert check-sat check-sat-assuming declare-const declare-datatype declare-datatypes
-    declare-fun declare-sort define-const define-fun define-fun-rec define-funs-rec define-sort echo
-    exit get-assertions get-assignment get-info get-model get-option get-proof get-unsat-assumptions
-    get-unsat-core get-value pop push reset reset-assertions set-info set-logic set-option minimize
-    maximize""".split()
+    [
+        "assert",
+        "check-sat",
+        "check-sat-assuming",
+        "declare-const",
+        "declare-datatype",
+        "declare-datatypes",
+        "declare-fun",
+        "declare-sort",
+        "define-const",
+        "define-fun",
+        "define-fun-rec",
+        "define-funs-rec",
+        "define-sort",
+        "echo",
+        "exit",
+        "get-assertions",
+        "get-assignment",
+        "get-info",
+        "get-model",
+        "get-option",
+        "get-proof",
+        "get-unsat-assumptions",
+        "get-unsat-core",
+        "get-value",
+        "pop",
+        "push",
+        "reset",
+        "reset-assertions",
+        "set-info",
+        "set-logic",
+        "set-option",
+        "minimize",
+        "maximize",
+    ]
 )
 
 
@@ -43,7 +73,7 @@ def _sexpr_end(text: str, i: int) -> int:
             nl = text.find("\n", i)
             i = n if nl == -1 else nl
             continue
-        if ch in "\"|":
+        if ch in '"|':
             close = text.find(ch, i + 1)
             while ch == '"' and close != -1 and text.startswith('""', close):
                 close = text.find('"', close + 2)
@@ -93,7 +123,9 @@ def canonical(text: str) -> str:
     lines = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
     lines = [ln for ln in lines if ln]
     if lines and all(config_line(ln) for ln in lines):
-        pairs = sorted((k.strip().lower(), " ".join(v.split())) for k, _, v in (ln.partition(":") for ln in lines))
+        pairs = sorted(
+            (k.strip().lower(), " ".join(v.split())) for k, _, v in (ln.partition(":") for ln in lines)
+        )
         return "\n".join(f"{k}: {v}" for k, v in pairs)
     try:
         return "\n".join(sorted(render(located.expr) for located in parse_sexprs(text)))

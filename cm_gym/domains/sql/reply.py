@@ -19,11 +19,86 @@ MAX_CHARS = 20_000  # a candidate longer than this is not handed to sqlglot
 _STARTS = ("select", "with")
 #: words that continue a query at the start of a line (anything else capitalised reads as prose)
 _KEYWORDS = frozenset(
-    """select from where group order by having limit offset join left right inner outer cross natural
-    full on using and or not in is null like glob between exists union intersect except all distinct as
-    case when then else end asc desc with recursive values count sum avg min max cast collate escape
-    over partition window filter lower upper length substr abs round coalesce ifnull iif nullif
-    replace instr trim strftime date datetime julianday total group_concat true false""".split()
+    [
+        "select",
+        "from",
+        "where",
+        "group",
+        "order",
+        "by",
+        "having",
+        "limit",
+        "offset",
+        "join",
+        "left",
+        "right",
+        "inner",
+        "outer",
+        "cross",
+        "natural",
+        "full",
+        "on",
+        "using",
+        "and",
+        "or",
+        "not",
+        "in",
+        "is",
+        "null",
+        "like",
+        "glob",
+        "between",
+        "exists",
+        "union",
+        "intersect",
+        "except",
+        "all",
+        "distinct",
+        "as",
+        "case",
+        "when",
+        "then",
+        "else",
+        "end",
+        "asc",
+        "desc",
+        "with",
+        "recursive",
+        "values",
+        "count",
+        "sum",
+        "avg",
+        "min",
+        "max",
+        "cast",
+        "collate",
+        "escape",
+        "over",
+        "partition",
+        "window",
+        "filter",
+        "lower",
+        "upper",
+        "length",
+        "substr",
+        "abs",
+        "round",
+        "coalesce",
+        "ifnull",
+        "iif",
+        "nullif",
+        "replace",
+        "instr",
+        "trim",
+        "strftime",
+        "date",
+        "datetime",
+        "julianday",
+        "total",
+        "group_concat",
+        "true",
+        "false",
+    ]
 )
 _OPENERS = {"'": "'", '"': '"', "`": "`", "[": "]"}
 
@@ -76,9 +151,15 @@ def statement_end(text: str, start: int) -> int:
             depth += 1
         elif ch == ")":
             depth = max(0, depth - 1)
-        elif depth == 0 and ch == ";":
-            return i
-        elif depth == 0 and ch == "." and i + 2 < n and text[i + 1] == " " and starts_sentence(text, i + 2, _KEYWORDS):
+        elif (
+            depth == 0
+            and ch == ";"
+            or depth == 0
+            and ch == "."
+            and i + 2 < n
+            and text[i + 1] == " "
+            and starts_sentence(text, i + 2, _KEYWORDS)
+        ):
             return i
         elif ch == "\n" and depth == 0:
             nxt = text.find("\n", i + 1)
