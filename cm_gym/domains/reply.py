@@ -226,6 +226,7 @@ def _after_label(text: str) -> str | None:
 
 def extract(text: str, fmt: ReplyFormat) -> Extraction:
     """The action in a reply under `fmt` (see the module docstring for the rules)."""
+    text = text.replace("\r\n", "\n")
     visible, cut_thinking = split_thinking(text)
     block = pick_block(fenced_blocks(visible), fmt.languages)
     if block is not None:
@@ -261,7 +262,7 @@ def problem(text: str, visible: str, cut_thinking: bool, fmt: ReplyFormat) -> st
 
 def visible_text(text: str) -> str:
     """The reply without its reasoning sections, stripped (what a failed parse passes on)."""
-    return split_thinking(text)[0].strip()
+    return split_thinking(text.replace("\r\n", "\n"))[0].strip()
 
 
 # -- helpers for recognisers -----------------------------------------------------------------------

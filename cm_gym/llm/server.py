@@ -47,8 +47,9 @@ DEFAULT_MAX_CONNECTIONS = 1024
 
 class LLMServer:
     """The HTTP server (see the module docstring). `request_count` counts chat-completion requests
-    (for replay checks). Run it with `serve_forever()` (blocking) or `serve_in_thread`; stop it
-    with ``shutdown(); server_close()``."""
+    (for replay checks); `request_log` keeps ``(arrival time, sha256 of the body)`` of each, so a
+    test can show that no request was sent twice. Run it with `serve_forever()` (blocking) or
+    `serve_in_thread`; stop it with ``shutdown(); server_close()``."""
 
     def __init__(
         self,
@@ -75,6 +76,7 @@ class LLMServer:
         self.idle_timeout_s, self.read_timeout_s = idle_timeout_s, read_timeout_s
         self.max_body_bytes, self.max_connections = max_body_bytes, max_connections
         self.request_count = 0
+        self.request_log: list[tuple[float, str]] = []
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="cm-gym-llm-worker")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -204,6 +206,7 @@ class LLMServer:
         if head.method != "POST":
             raise HTTPError(HTTPStatus.METHOD_NOT_ALLOWED, f"{head.method} not allowed on {path}")
         self.request_count += 1
+        self.request_log.append((time.time(), hashlib.sha256(body).hexdigest()))
         return HTTPStatus.OK, await self._chat(body)
 
     async def _chat(self, raw: bytes) -> dict[str, Any]:
