@@ -5,7 +5,8 @@ Real models (behind vLLM, Ollama, a hosted API) wrap the action in prose and fen
 the same rules to every domain, in order:
 
 1. ``<think>`` / ``<reasoning>`` sections are set aside (a reply cut inside one has no answer);
-2. the **last complete** fenced block tagged with one of the domain's `ReplyFormat.languages`;
+2. the **last complete** fenced block in the domain's language: tagged with one of
+   `ReplyFormat.languages`, or untagged with content the domain's recogniser reads;
 3. else the **first** fenced block of any language with content (untagged first);
 4. else the text after an ``ACTION:`` label, when the domain recognises an action in it;
 5. else the statement the domain recognises inside the prose (`ReplyFormat.recognise`: a
@@ -23,6 +24,7 @@ backtrack, so a hostile reply costs no more than a long one (`tests/llm/test_fuz
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ from typing import ClassVar
 THINK_TAGS: tuple[str, ...] = ("think", "thinking", "reasoning")
 _INFO_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+-.#")
 _LABELS: tuple[str, ...] = ("ACTION:", "Action:", "action:")
+_WORD = re.compile(r"\w*")
 
 #: What a recogniser is: the domain's statement found inside prose, or None.
 Recogniser = Callable[[str], "str | None"]
@@ -93,6 +96,9 @@ def split_thinking(text: str) -> tuple[str, bool]:
             open_tag = tag
         elif not open_tag and closing and not seen:
             out, visible_from = [], end  # reasoning before a bare closing tag
+        elif not open_tag and closing:
+            out.append(text[visible_from:i])  # a stray closing tag later on: dropped
+            visible_from = end
         elif open_tag == tag and closing:
             open_tag, visible_from = "", end
         seen = True
@@ -140,11 +146,13 @@ def fenced_blocks(text: str) -> list[Block]:
     """Every fenced block of `text`, in order (see the module docstring for the fence rules)."""
     blocks: list[Block] = []
     lines = text.split("\n")
-    fence_char, fence_len, tag = "", 0, ""
+    fence_char, fence_len, tag, indent = "", 0, "", 0
     body: list[str] = []
     for line in lines:
         stripped = line.strip()
         if fence_len:  # inside a block
+            if indent:  # an indented fence (a list item): its content is indented as much
+                line = line[min(indent, len(line) - len(line.lstrip(" "))) :]
             n = _run(stripped, fence_char)
             if n >= fence_len:
                 info = _info_word(stripped[n:])
@@ -168,18 +176,19 @@ def fenced_blocks(text: str) -> list[Block]:
         tilde = stripped.startswith("~~~")
         if at == -1 and not tilde:
             continue
+        lead = len(line) - len(line.lstrip(" "))
         if tilde:
             n = _run(stripped, "~")
             info = _info_word(stripped[n:])
             if info is not None:
-                fence_char, fence_len, tag, body = "~", n, info, []
+                fence_char, fence_len, tag, body, indent = "~", n, info, [], lead
             continue
         head = line[at:]
         n = _run(head, "`")
         rest = head[n:]
         info = _info_word(rest)
         if info is not None:
-            fence_char, fence_len, tag, body = "`", n, info, []
+            fence_char, fence_len, tag, body, indent = "`", n, info, [], lead if at == lead else 0
             continue
         one = _one_line_block(rest, n)
         if one is not None:
@@ -204,13 +213,22 @@ def _one_line_block(rest: str, n: int) -> Block | None:
 
 
 # -- the rules -------------------------------------------------------------------------------------
-def pick_block(blocks: list[Block], languages: tuple[str, ...]) -> Block | None:
-    """The last complete block in one of `languages` (else the last one of them, cut off); else
-    the first block with content, untagged before tagged."""
-    ours = [b for b in blocks if b.tag in languages and b.body.strip()]
-    if ours:
-        complete = [b for b in ours if b.closed]
-        return complete[-1] if complete else ours[-1]
+def pick_block(
+    blocks: list[Block], languages: tuple[str, ...], recognise: Recogniser | None = None
+) -> Block | None:
+    """The last complete block in the domain's language — tagged with one of `languages`, or
+    untagged with content `recognise` reads — else the last one of them, cut off; else the first
+    block with content, untagged before tagged."""
+
+    def ours(b: Block) -> bool:
+        if b.tag:
+            return b.tag in languages
+        return recognise is not None and recognise(b.body) is not None
+
+    mine = [b for b in blocks if b.body.strip() and ours(b)]
+    if mine:
+        complete = [b for b in mine if b.closed]
+        return complete[-1] if complete else mine[-1]
     filled = [b for b in blocks if b.body.strip()]
     untagged = [b for b in filled if not b.tag]
     return (untagged or filled or [None])[0]
@@ -228,9 +246,9 @@ def extract(text: str, fmt: ReplyFormat) -> Extraction:
     """The action in a reply under `fmt` (see the module docstring for the rules)."""
     text = text.replace("\r\n", "\n")
     visible, cut_thinking = split_thinking(text)
-    block = pick_block(fenced_blocks(visible), fmt.languages)
+    block = pick_block(fenced_blocks(visible), fmt.languages, fmt.recognise)
     if block is not None:
-        source = "fence" if block.tag in fmt.languages else "fence-other"
+        source = "fence" if block.tag in fmt.languages or not block.tag else "fence-other"
         return Extraction(block.body.strip("\n").strip(), source, cut=not block.closed)
     labelled = _after_label(visible)
     if labelled is not None:
@@ -268,10 +286,8 @@ def visible_text(text: str) -> str:
 # -- helpers for recognisers -----------------------------------------------------------------------
 def word_at(text: str, i: int) -> str:
     """The identifier-like word (letters, digits, ``_``) starting at `i`."""
-    j = i
-    while j < len(text) and (text[j].isalnum() or text[j] == "_"):
-        j += 1
-    return text[i:j]
+    found = _WORD.match(text, i)
+    return found.group() if found else ""
 
 
 def starts_sentence(text: str, i: int = 0, keywords: frozenset[str] = frozenset()) -> bool:

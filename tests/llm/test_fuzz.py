@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from cm_gym.llm._http import HTTPError, parse_head
 from cm_gym.llm.errors import PromptError
 from cm_gym.llm.parsers import apply_edit, format_alternatives, parse_alternatives, parse_distil, parse_judge
+from cm_gym.llm.parsers_mechanisms import parse_strategy
 from cm_gym.llm.prompts import CHAT_TEMPLATES, parse_rendered, render
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -160,6 +161,54 @@ def test_well_formed_replies_parse(situation: str, condition: str, choice: int) 
     assert parse_judge(f"I pick\nCHOICE: [{choice}]", 5) == choice
 
 
+def _domains() -> list[Any]:
+    from cm_gym.domains.code.domain import CodeDomain
+    from cm_gym.domains.dafny.domain import DafnyDomain
+    from cm_gym.domains.math.domain import MathDomain
+    from cm_gym.domains.sat.domain import SatDomain
+    from cm_gym.domains.smt.domain import SmtDomain
+    from cm_gym.domains.sql.domain import SQLDomain
+
+    return [SQLDomain(), SatDomain(), SmtDomain(), CodeDomain(), DafnyDomain(), MathDomain()]
+
+
+_reply_text = st.lists(
+    st.one_of(
+        st.characters(blacklist_categories=("Cs",)),
+        st.sampled_from(["`", "```", "\n", "~~~", "<think>", "</think>", "(", ")", ";", "SELECT ", "def "]),
+    ),
+    max_size=120,
+).map("".join)
+
+
+@FUZZ
+@given(text=_reply_text)
+def test_every_domain_extracts_or_explains(text: str) -> None:
+    """Arbitrary replies: an action found (stripped, non-empty) or a one-line problem; an action
+    the recogniser found in prose is found again, whole, in itself (so it counts as usable);
+    parse_action never raises."""
+    for domain in _domains():
+        got = domain.extract_action(text)
+        if got.found:
+            assert got.action and got.action == got.action.strip()
+            if got.source in ("prose", "label"):
+                assert domain.extract_action(got.action).action == got.action
+        else:
+            assert got.problem and "\n" not in got.problem
+        assert isinstance(domain.parse_action(text), str)
+
+
+@FUZZ
+@given(body=st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="`~\r"), max_size=200))
+def test_a_fenced_body_comes_back_whole(body: str) -> None:
+    from cm_gym.domains.reply import ReplyFormat, extract
+    from cm_gym.llm.simulated import fenced
+
+    got = extract(f"Answer:\n{fenced(body)}\nThanks.", ReplyFormat())
+    if body.strip() and "<" not in body:
+        assert got.action == body.strip("\n").strip()
+
+
 # -- hostile probes: linear time ------------------------------------------------------------------
 N = 8000
 _PROBES: dict[str, Callable[[], Any]] = {
@@ -168,6 +217,16 @@ _PROBES: dict[str, Callable[[], Any]] = {
     "fenced-fragment": lambda: parse_alternatives("EDIT 1\nREPLACE:\n```" + "a" * N + "\nWITH:\nb", "a"),
     "judge-whitespace": lambda: parse_judge(("CHOICE:" + " " * N + "x") * 3, 3),
     "distil-whitespace": lambda: parse_distil(("SITUATION:" + " " * N + "x") * 3),
+    "reply-backtick-runs": lambda: [d.parse_action(("```" * N + "\n") * 4) for d in _domains()],
+    "reply-open-fences": lambda: [d.parse_action("```sql\n" * N) for d in _domains()],
+    "reply-think-tags": lambda: [d.parse_action("<think>" * N + "</think>" * N) for d in _domains()],
+    "reply-selects": lambda: [d.parse_action("SELECT " * N + "FROM t") for d in _domains()],
+    "reply-parens": lambda: [d.parse_action("(assert " * N + ")" * (N // 2)) for d in _domains()],
+    "reply-one-long-line": lambda: [d.parse_action("x" * (20 * N) + " SELECT a FROM t") for d in _domains()],
+    "reply-many-lines": lambda: [
+        d.parse_action("def f():\n" + "    pass\n" * N + "This is it.") for d in _domains()
+    ],
+    "labelled-fields": lambda: parse_strategy("TITLE:" + " " * N + "x\n" * N),
     "rendered-separators": lambda: _refused(
         [
             render("DRAFT_ACTION", {"task_id": "t"}).messages[0],

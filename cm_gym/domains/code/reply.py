@@ -3,7 +3,8 @@
 The recogniser looks for a unified diff first (a ``--- `` / ``+++ `` header or an ``@@`` hunk and
 the lines that continue it), then for Python: the block from the first line that starts a module
 statement at column 0 (``def``, ``class``, ``import``, ``from … import``, a decorator, or a ``#``
-comment right above one of them) to the first unindented line that reads as prose. When that
+comment right above one of them) to the first unindented line that reads as prose (a text
+without such a line that parses as more than one bare expression is a script too). When that
 block does not parse, trailing lines are dropped one at a time (at most `MAX_TRIMS`) until it
 does; if it never parses it is returned as it is, so the sandbox reports the syntax error. Two
 programs are the same when their ASTs are (comments, blank lines and formatting never count).
@@ -17,14 +18,21 @@ from cm_gym.domains.reply import prose_line
 
 MAX_TRIMS = 8
 MAX_CHARS = 200_000
-_STARTS = ("def ", "async def ", "class ", "import ", "from ", "@")
 _KEYWORDS = frozenset({"none", "true", "false"})
 
 
 def _starts_code(line: str) -> bool:
-    if not line.startswith(_STARTS):
+    """A module statement at column 0: def / class / import / from … import / a decorator."""
+    words = line.rstrip().split()
+    if not words or line[0].isspace():
         return False
-    return not line.startswith("from ") or " import " in line
+    if words[0].startswith("@"):
+        return len(words[0]) > 1
+    if words[0] == "from":
+        return "import" in words[2:3]
+    if words[0] == "async":
+        return words[1:2] == ["def"] and len(words) > 2
+    return words[0] in ("def", "class", "import") and len(words) > 1
 
 
 def find_diff(text: str) -> str | None:
@@ -56,7 +64,7 @@ def find_program(text: str) -> str | None:
     lines = text.split("\n")
     start = next((i for i, line in enumerate(lines) if _starts_code(line)), None)
     if start is None:
-        return None
+        return _script(text)
     while start > 0 and lines[start - 1].startswith("#"):
         start -= 1  # a comment right above the first statement belongs to it
     end = start + 1
@@ -65,15 +73,26 @@ def find_program(text: str) -> str | None:
     block = lines[start:end]
     while block and not block[-1].strip():
         block.pop()
+    whole = list(block)
     for _ in range(MAX_TRIMS):
-        if len(block) <= 1 or _parses("\n".join(block)):
+        if _parses("\n".join(block)):
+            return "\n".join(block).rstrip() or None
+        if len(block) <= 1:
             break
         block.pop()
         while block and not block[-1].strip():
             block.pop()
-    if not _parses("\n".join(block)):
-        block = lines[start:end]
-    return "\n".join(block).rstrip() or None
+    return "\n".join(whole).rstrip() or None  # never parses: as written, the sandbox says why
+
+
+def _script(text: str) -> str | None:
+    """A text that is a Python script without a def/import (``n = int(input())``…): it parses
+    and holds a statement other than one bare expression (prose like "Yes" is one)."""
+    source = text.strip()
+    if not source or not _parses(source):
+        return None
+    body = ast.parse(source).body
+    return source if len(body) > 1 or (body and not isinstance(body[0], ast.Expr)) else None
 
 
 def find_action(text: str) -> str | None:

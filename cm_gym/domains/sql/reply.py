@@ -12,6 +12,8 @@ at most `MAX_CANDIDATES` candidates: linear in the reply.
 
 from __future__ import annotations
 
+import re
+
 from cm_gym.domains.reply import prose_line, starts_sentence
 
 MAX_CANDIDATES = 16
@@ -100,7 +102,7 @@ _KEYWORDS = frozenset(
         "false",
     ]
 )
-_OPENERS = {"'": "'", '"': '"', "`": "`", "[": "]"}
+_SPECIAL = re.compile(r"[`'\"\[();.\n]")  # the characters the statement scan stops at
 
 
 def _starts(text: str) -> list[tuple[int, bool]]:
@@ -128,26 +130,23 @@ def _starts(text: str) -> list[tuple[int, bool]]:
 
 
 def statement_end(text: str, start: int) -> int:
-    """Where the statement starting at `start` ends (exclusive); see the module docstring."""
+    """Where the statement starting at `start` ends (exclusive); see the module docstring. Jumps
+    from one special character to the next (strings and quoted names skipped whole)."""
     inline = start > 0 and text[start - 1] == "`"
-    depth, quote, i, n = 0, "", start, len(text)
-    while i < n:
+    depth, n = 0, len(text)
+    i = start
+    while True:
+        found = _SPECIAL.search(text, i)
+        if found is None:
+            return n
+        i = found.start()
         ch = text[i]
-        if quote:
-            if ch == quote:
-                if i + 1 < n and text[i + 1] == quote and quote != "]":
-                    i += 2
-                    continue
-                quote = ""
-            i += 1
+        if ch == "`" and (inline or text.startswith("```", i)):
+            return i
+        if ch in "`'\"[":
+            i = _after_quoted(text, i)
             continue
-        if ch == "`" and inline:
-            return i
-        if ch == "`" and text.startswith("```", i):
-            return i
-        if ch in _OPENERS:
-            quote = _OPENERS[ch]
-        elif ch == "(":
+        if ch == "(":
             depth += 1
         elif ch == ")":
             depth = max(0, depth - 1)
@@ -156,8 +155,7 @@ def statement_end(text: str, start: int) -> int:
             and ch == ";"
             or depth == 0
             and ch == "."
-            and i + 2 < n
-            and text[i + 1] == " "
+            and text.startswith(" ", i + 1)
             and starts_sentence(text, i + 2, _KEYWORDS)
         ):
             return i
@@ -167,7 +165,16 @@ def statement_end(text: str, start: int) -> int:
             if not line.strip() or prose_line(line, _KEYWORDS):
                 return i
         i += 1
-    return n
+
+
+def _after_quoted(text: str, i: int) -> int:
+    """The index after the string literal or quoted name opening at `i` (doubled quotes escape;
+    an unterminated one runs to the end)."""
+    close = "]" if text[i] == "[" else text[i]
+    j = text.find(close, i + 1)
+    while j != -1 and close != "]" and text.startswith(close, j + 1):
+        j = text.find(close, j + 2)
+    return len(text) if j == -1 else j + 1
 
 
 def _parses(sql: str) -> bool:
