@@ -165,7 +165,7 @@ def fenced_blocks(text: str) -> list[Block]:
                     tag, body = info, []
                     continue
             if fence_char == "`" and stripped.endswith("`" * fence_len) and len(stripped) > fence_len:
-                content = line.rstrip()[:-fence_len].rstrip("`")
+                content = line.rstrip()[:-fence_len]
                 body.append(content)
                 blocks.append(Block(tag, "\n".join(body), True))
                 fence_len, body = 0, []
@@ -305,15 +305,19 @@ def starts_sentence(text: str, i: int = 0, keywords: frozenset[str] = frozenset(
 
 
 def prose_line(line: str, keywords: frozenset[str] = frozenset(), *, headings: bool = True) -> bool:
-    """A line that reads as prose around code: a fence, a Markdown heading (unless `headings` is
-    False: ``#`` starts a comment in the language), a list item, or an unindented sentence
-    (`starts_sentence`)."""
+    """A line that reads as prose around code: a fence (anywhere), or an unindented Markdown
+    heading (unless `headings` is False: ``#`` starts a comment in the language), list item or
+    sentence (`starts_sentence`). An indented line is code (a docstring's "- item" too)."""
     s = line.strip()
-    if s.startswith(("```", "~~~", "**", "- ")) or (headings and s.startswith("#")):
+    if s.startswith(("```", "~~~")):
+        return True
+    if not s or line[:1] in (" ", "\t"):
+        return False
+    if s.startswith(("**", "- ")) or (headings and s.startswith("#")):
         return True
     if s[:1].isdigit() and s[1:3] in (". ", ") "):
         return True
-    return bool(s) and line[:1] not in (" ", "\t") and starts_sentence(s, 0, keywords)
+    return starts_sentence(s, 0, keywords)
 
 
 def line_run(text: str, accept: Callable[[str], bool], comment: tuple[str, ...] = ()) -> str | None:

@@ -3,8 +3,9 @@
 The recogniser looks for a unified diff first (a ``--- `` / ``+++ `` header or an ``@@`` hunk and
 the lines that continue it), then for Python: the block from the first line that starts a module
 statement at column 0 (``def``, ``class``, ``import``, ``from … import``, a decorator, or a ``#``
-comment right above one of them) to the first unindented line that reads as prose (a text
-without such a line that parses as more than one bare expression is a script too). When that
+comment right above one of them; from the text's start when all of that parses, so module code
+above the first def is kept) to the first unindented line that reads as prose (a text without
+such a line that parses as more than one bare expression is a script too). When that
 block does not parse, trailing lines are dropped one at a time (at most `MAX_TRIMS`) until it
 does; if it never parses it is returned as it is, so the sandbox reports the syntax error. Two
 programs are the same when their ASTs are (comments, blank lines and formatting never count).
@@ -70,6 +71,8 @@ def find_program(text: str) -> str | None:
     end = start + 1
     while end < len(lines) and not prose_line(lines[end], _KEYWORDS, headings=False):
         end += 1
+    if start and _parses("\n".join(lines[:end])):
+        start = 0  # module code above the first def (``FIX = \"\"\"…\"\"\"``) belongs to the program
     block = lines[start:end]
     while block and not block[-1].strip():
         block.pop()

@@ -83,14 +83,39 @@ def _depth_after(line: str, depth: int, in_comment: bool) -> tuple[int, bool]:
     return depth, in_comment
 
 
+def _comment_only_lines(lines: list[str]) -> list[bool]:
+    """Per line: blank or only comment (a ``//`` line, or inside / opening / closing a ``/* */``)."""
+    out: list[bool] = []
+    in_comment = False
+    for line in lines:
+        rest, i = [], 0
+        while i < len(line):
+            if in_comment:
+                close = line.find("*/", i)
+                if close == -1:
+                    i = len(line)
+                    break
+                in_comment, i = False, close + 2
+            elif line.startswith("//", i):
+                break
+            elif line.startswith("/*", i):
+                in_comment, i = True, i + 2
+            else:
+                rest.append(line[i])
+                i += 1
+        out.append(not "".join(rest).strip())
+    return out
+
+
 def find_program(text: str) -> str | None:
     """The Dafny program stated in `text`, or None (see the module docstring)."""
     lines = text.split("\n")
     start = next((i for i, line in enumerate(lines) if _declaration(line)), None)
     if start is None:
         return _comments_only(text)
-    while start > 0 and lines[start - 1].lstrip().startswith(("//", "/*", "*")):
-        start -= 1
+    quiet = _comment_only_lines(lines[:start])
+    while start > 0 and quiet[start - 1]:
+        start -= 1  # the comments (and blank lines) above the first declaration belong to it
     depth, in_comment, end = 0, False, len(lines)
     for i in range(start, len(lines)):
         line = lines[i]
