@@ -225,11 +225,13 @@ def pick_block(
             return b.tag in languages
         return recognise is not None and recognise(b.body) is not None
 
-    mine = [b for b in blocks if b.body.strip() and ours(b)]
+    filled = [b for b in blocks if b.body.strip()]
+    if len(filled) <= 1:  # one block with content: nothing to choose (no recogniser run)
+        return filled[0] if filled else None
+    mine = [b for b in filled if ours(b)]
     if mine:
         complete = [b for b in mine if b.closed]
         return complete[-1] if complete else mine[-1]
-    filled = [b for b in blocks if b.body.strip()]
     untagged = [b for b in filled if not b.tag]
     return (untagged or filled or [None])[0]
 
