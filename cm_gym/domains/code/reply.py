@@ -14,6 +14,7 @@ programs are the same when their ASTs are (comments, blank lines and formatting 
 from __future__ import annotations
 
 import ast
+import warnings
 
 from cm_gym.domains.reply import prose_line
 
@@ -50,14 +51,21 @@ def find_diff(text: str) -> str | None:
     return None
 
 
-def _parses(source: str) -> bool:
+def _tree(source: str) -> ast.Module | None:
+    """`ast.parse` of `source`, None when it does not parse (or is over `MAX_CHARS`); quiet about
+    the SyntaxWarnings of model-written code."""
     if len(source) > MAX_CHARS:
-        return False
-    try:
-        ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        try:
+            return ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
+
+def _parses(source: str) -> bool:
+    return _tree(source) is not None
 
 
 def find_program(text: str) -> str | None:
@@ -91,10 +99,10 @@ def find_program(text: str) -> str | None:
 def _script(text: str) -> str | None:
     """A text that is a Python script without a def/import (``n = int(input())``…): it parses
     and holds a statement other than one bare expression (prose like "Yes" is one)."""
-    source = text.strip()
-    if not source or not _parses(source):
+    tree = _tree(text.strip()) if text.strip() else None
+    if tree is None:
         return None
-    body = ast.parse(source).body
+    body, source = tree.body, text.strip()
     return source if len(body) > 1 or (body and not isinstance(body[0], ast.Expr)) else None
 
 
@@ -106,9 +114,5 @@ def find_action(text: str) -> str | None:
 def canonical(text: str) -> str:
     """``ast.dump`` of the program (formatting and comments never count); the collapsed text
     when it does not parse (a diff, a syntax error)."""
-    if len(text) <= MAX_CHARS:
-        try:
-            return ast.dump(ast.parse(text))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            pass
-    return " ".join(text.split())
+    tree = _tree(text)
+    return ast.dump(tree) if tree is not None else " ".join(text.split())
