@@ -3,8 +3,8 @@
 A domain is one package under `cm_gym/domains/<name>/` (or a third-party package) that implements
 `Domain` and calls `cm_gym.registry.register_benchmark(...)` once per benchmark. Nothing outside
 the package knows its insides: the env, the store, the selector and the simulated LLM reach it
-only through this contract. A domain imports only `cm_gym.types`, `cm_gym.llm.base` and this
-module.
+only through this contract. A domain imports only `cm_gym.types`, `cm_gym.llm.base`, this
+module and `cm_gym.domains.reply` (reading actions out of real replies, which it configures).
 """
 
 from __future__ import annotations

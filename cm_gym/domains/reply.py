@@ -81,14 +81,13 @@ def split_thinking(text: str) -> tuple[str, bool]:
     """``(visible text, cut_while_thinking)``: `text` without its reasoning sections. An opening
     tag that never closes hides the rest (the reply was cut while thinking); a closing tag before
     any opening one (servers that put the opening tag in the prompt) hides what precedes it."""
-    lower = text.lower()
     out: list[str] = []
     visible_from, open_tag, seen = 0, "", False
-    i = lower.find("<")
+    i = text.find("<")
     while i != -1:
-        found = _tag_at(lower, i)
+        found = _tag_at(text, i)
         if found is None:
-            i = lower.find("<", i + 1)
+            i = text.find("<", i + 1)
             continue
         tag, closing, end = found
         if not open_tag and not closing:
@@ -102,19 +101,19 @@ def split_thinking(text: str) -> tuple[str, bool]:
         elif open_tag == tag and closing:
             open_tag, visible_from = "", end
         seen = True
-        i = lower.find("<", end)
+        i = text.find("<", end)
     if open_tag:
         return "".join(out), True
     out.append(text[visible_from:])
     return "".join(out), False
 
 
-def _tag_at(lower: str, i: int) -> tuple[str, bool, int] | None:
-    """The reasoning tag starting at `i`: (tag, is_closing, end), or None."""
-    closing = lower.startswith("</", i)
+def _tag_at(text: str, i: int) -> tuple[str, bool, int] | None:
+    """The reasoning tag (any case) starting at `i`: (tag, is_closing, end), or None."""
+    closing = text.startswith("</", i)
     start = i + (2 if closing else 1)
     for tag in THINK_TAGS:
-        if lower.startswith(tag, start) and lower.startswith(">", start + len(tag)):
+        if text[start : start + len(tag)].lower() == tag and text.startswith(">", start + len(tag)):
             return tag, closing, start + len(tag) + 1
     return None
 

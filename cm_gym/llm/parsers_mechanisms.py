@@ -3,9 +3,9 @@ BEFORE/AFTER worked examples guidance may carry.
 
 Like `llm/parsers.py`, a parse never raises: reasoning sections (``<think>``) are set aside,
 labels may carry Markdown (``**TITLE:**``, ``## TITLE:``), and a malformed reply is logged with
-its raw text and falls back (an insight or reflection becomes the whole reply, an importance rating becomes 5, a
-skill or strategy keeps whatever fields were found and fills the others from the reply's first
-line, a MemGPT search without ``SEARCH:`` searches for the task question).
+its raw text and falls back (an insight or reflection becomes the whole reply, an importance
+rating becomes 5, a skill or strategy keeps whatever fields were found and fills the others from
+the reply's first line, a MemGPT search without ``SEARCH:`` searches for the task question).
 """
 
 from __future__ import annotations
@@ -51,15 +51,15 @@ def _fields(text: str, names: tuple[str, ...]) -> dict[str, str]:
     lines: list[str] = []
     for line in visible_text(text).split("\n"):
         label = _label_at(line, names)
-        if label is not None and (label[0] == current or label[0] in out):
-            label = None  # the same label again is part of the value, as before
-        if label is not None:
-            if current is not None and current not in out:
-                out[current] = "\n".join(lines).strip()
-            current, lines = label[0], [label[1]]
-        elif current is not None:
-            lines.append(line)
-    if current is not None and current not in out:
+        if label is None or label[0] == current:  # the same label again is part of the value
+            if current is not None:
+                lines.append(line)
+            continue
+        if current is not None:
+            out[current] = "\n".join(lines).strip()
+        # a field given twice keeps its first value; the lines of the second are skipped
+        current, lines = (None, []) if label[0] in out else (label[0], [label[1]])
+    if current is not None:
         out[current] = "\n".join(lines).strip()
     return out
 

@@ -5,6 +5,7 @@ Plus fixed hostile probes that made the old backtracking regexes run for seconds
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -161,6 +162,10 @@ def test_well_formed_replies_parse(situation: str, condition: str, choice: int) 
     assert parse_judge(f"I pick\nCHOICE: [{choice}]", 5) == choice
 
 
+_DOMAIN_NAMES = ("sql", "sat", "smt", "code", "dafny", "math")
+
+
+@functools.lru_cache(maxsize=1)
 def _domains() -> list[Any]:
     from cm_gym.domains.code.domain import CodeDomain
     from cm_gym.domains.dafny.domain import DafnyDomain
@@ -217,15 +222,6 @@ _PROBES: dict[str, Callable[[], Any]] = {
     "fenced-fragment": lambda: parse_alternatives("EDIT 1\nREPLACE:\n```" + "a" * N + "\nWITH:\nb", "a"),
     "judge-whitespace": lambda: parse_judge(("CHOICE:" + " " * N + "x") * 3, 3),
     "distil-whitespace": lambda: parse_distil(("SITUATION:" + " " * N + "x") * 3),
-    "reply-backtick-runs": lambda: [d.parse_action(("```" * N + "\n") * 4) for d in _domains()],
-    "reply-open-fences": lambda: [d.parse_action("```sql\n" * N) for d in _domains()],
-    "reply-think-tags": lambda: [d.parse_action("<think>" * N + "</think>" * N) for d in _domains()],
-    "reply-selects": lambda: [d.parse_action("SELECT " * N + "FROM t") for d in _domains()],
-    "reply-parens": lambda: [d.parse_action("(assert " * N + ")" * (N // 2)) for d in _domains()],
-    "reply-one-long-line": lambda: [d.parse_action("x" * (20 * N) + " SELECT a FROM t") for d in _domains()],
-    "reply-many-lines": lambda: [
-        d.parse_action("def f():\n" + "    pass\n" * N + "This is it.") for d in _domains()
-    ],
     "labelled-fields": lambda: parse_strategy("TITLE:" + " " * N + "x\n" * N),
     "rendered-separators": lambda: _refused(
         [
@@ -241,6 +237,21 @@ _PROBES: dict[str, Callable[[], Any]] = {
 }
 
 
+#: hostile replies for every domain's extraction (one probe per domain and reply)
+_REPLIES: dict[str, Callable[[], str]] = {
+    "backtick-runs": lambda: ("```" * N + "\n") * 4,
+    "open-fences": lambda: "```sql\n" * N,
+    "think-tags": lambda: "<think>" * N + "</think>" * N,
+    "selects": lambda: "SELECT " * N + "FROM t",
+    "parens": lambda: "(assert " * N + ")" * (N // 2),
+    "one-long-line": lambda: "x" * (20 * N) + " SELECT a FROM t",
+    "many-lines": lambda: "def f():\n" + "    pass\n" * N + "This is it.",
+}
+for _reply, _make in _REPLIES.items():
+    for _i, _name in enumerate(_DOMAIN_NAMES):
+        _PROBES[f"reply-{_reply}-{_name}"] = lambda m=_make, i=_i: _domains()[i].parse_action(m())
+
+
 def _refused(messages: list[dict[str, str]]) -> None:
     with pytest.raises(PromptError):
         parse_rendered(messages)
@@ -249,7 +260,10 @@ def _refused(messages: list[dict[str, str]]) -> None:
 @pytest.mark.parametrize("name", sorted(_PROBES))
 def test_hostile_reply_probes_finish(name: str) -> None:
     """Run the probe in a thread and require it to finish within 10 s (it takes milliseconds; the
-    backtracking parsers it replaced needed seconds to minutes), so a regression fails, not hangs."""
+    backtracking parsers it replaced needed seconds to minutes), so a regression fails, not hangs.
+    A domain probe first parses one small reply outside the clock (imports such as sqlglot)."""
+    if name.startswith("reply-"):
+        _domains()[_DOMAIN_NAMES.index(name.rsplit("-", 1)[1])].parse_action("SELECT 1")
     errors: list[BaseException] = []
 
     def target() -> None:

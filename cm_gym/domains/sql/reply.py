@@ -18,7 +18,6 @@ from cm_gym.domains.reply import prose_line, starts_sentence
 
 MAX_CANDIDATES = 16
 MAX_CHARS = 20_000  # a candidate longer than this is not handed to sqlglot
-_STARTS = ("select", "with")
 #: words that continue a query at the start of a line (anything else capitalised reads as prose)
 _KEYWORDS = frozenset(
     [
@@ -102,6 +101,7 @@ _KEYWORDS = frozenset(
         "false",
     ]
 )
+_START = re.compile(r"\b(?:select|with)\b", re.IGNORECASE)
 _SPECIAL = re.compile(r"[`'\"\[();.\n]")  # the characters the statement scan stops at
 
 
@@ -110,23 +110,17 @@ def _starts(text: str) -> list[tuple[int, bool]]:
     lower-case ``select``/``with`` where a statement may begin (a line's start, after a colon or
     a backtick); strong = upper-case keyword at the reply's or a line's start."""
     out: list[tuple[int, bool]] = []
-    lower = text.lower()
-    for word in _STARTS:
-        at = lower.find(word)
-        while at != -1 and len(out) < 4 * MAX_CANDIDATES:
-            end = at + len(word)
-            before = text[at - 1] if at else "\n"
-            after = text[end] if end < len(text) else ""
-            if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
-                window = max(0, at - 200)  # bounded look-back: linear however long the line
-                newline = text.rfind("\n", window, at)
-                lead = text[newline + 1 if newline != -1 else window : at].strip()
-                upper = text[at:end].isupper()
-                if upper or lead in ("", "`", ">", "-", "*") or lead.endswith((":", "`", "(")):
-                    out.append((at, upper and lead in ("", ">")))
-            at = lower.find(word, end)
-    out.sort()
-    return out[:MAX_CANDIDATES]
+    for found in _START.finditer(text):
+        at, end = found.span()
+        window = max(0, at - 200)  # bounded look-back: linear however long the line
+        newline = text.rfind("\n", window, at)
+        lead = text[newline + 1 if newline != -1 else window : at].strip()
+        upper = found.group().isupper()
+        if upper or lead in ("", "`", ">", "-", "*") or lead.endswith((":", "`", "(")):
+            out.append((at, upper and lead in ("", ">")))
+            if len(out) >= MAX_CANDIDATES:
+                break
+    return out
 
 
 def statement_end(text: str, start: int) -> int:
