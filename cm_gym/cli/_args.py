@@ -148,7 +148,7 @@ OPTIONS: dict[str, Opt] = {
     "train_selector": Opt("also train the masked DQN and place it between random and the oracle"),
     "fit": Opt("fit the revision rates to the paper's rates and write them to --out"),
     "out": Opt("where to write the fitted rates (default <out-dir>/revision_rates.json)", Path, metavar="FILE"),
-    "min_count": Opt("with --llm-cache: entries a closeness bin needs before its rates are fitted; thinner bins keep the defaults, and none fitted writes nothing", pos_int, metavar="N"),
+    "min_count": Opt("with --llm-cache: entries a closeness bin needs before its rates are fitted; thinner bins keep the simulator's rates, and none fitted writes nothing", pos_int, metavar="N"),
     "n_tasks": Opt("use only the first N training tasks", pos_int, metavar="N"),
     "rescued_broken": Opt("also count rescued / broken tasks of top-1 against skip on T_eval"),
     "algo": Opt("selector learner: masked-dqn (SB3), rllib-ppo or rllib-dqn (RLlib; pip install 'cm-gym[ray]')", choices=_choices("cm_gym.protocol", "ALGOS")),
