@@ -110,20 +110,7 @@ def test_fit_from_a_cached_run_recovers_the_simulators_rates(tmp_path: Path) -> 
     the rates back from the cache alone."""
     truth = RevisionRates(apply=0.9, match_disturb=0.0, unrelated_disturb=0.5)
     rates_path = save_revision_rates(tmp_path / "truth.json", {"toycmp": truth})
-    cache_path = tmp_path / "cache.sqlite"
-    llm = CachedLLM(SimulatedLLM(revision_rates=rates_path), ResponseCache(cache_path))
-    store = build_toy_store(tmp_path / "toy.sqlite")
-    tasks = toy_tasks(160)
-    env = make_toy(str(store), llm=llm, tasks=tasks, use_conditions=False)
-    rng = np.random.default_rng(0)
-    for task in tasks:
-        _, info = env.reset(options={"task_id": task.task_id})
-        done = False
-        while not done:
-            action = int(rng.choice(np.flatnonzero(info["action_mask"])))
-            _, _, terminated, truncated, info = env.step(action)
-            done = terminated or truncated
-    llm.cache.close()
+    cache_path = _toy_cache(tmp_path, 160, SimulatedLLM(revision_rates=rates_path), seed=0)
     cfg = CalibrateConfig(benchmark=TOY_BENCHMARK, llm_cache=cache_path, out=tmp_path / "fitted.json")
     result = fit_from_cache(cfg)
     assert result["entries"] >= 40 and result["counts"]["match"] and result["counts"]["unrelated"]
@@ -142,14 +129,14 @@ def test_a_cache_without_revisions_is_refused(tmp_path: Path) -> None:
         )
 
 
-def _toy_cache(tmp_path: Path, n_tasks: int) -> Path:
+def _toy_cache(tmp_path: Path, n_tasks: int, simulator: SimulatedLLM | None = None, seed: int = 1) -> Path:
     """A response cache filled by playing the toy env (random valid actions) on `n_tasks` tasks."""
     cache_path = tmp_path / f"cache{n_tasks}.sqlite"
-    llm = CachedLLM(SimulatedLLM(), ResponseCache(cache_path))
+    llm = CachedLLM(simulator or SimulatedLLM(), ResponseCache(cache_path))
     store = build_toy_store(tmp_path / f"toy{n_tasks}.sqlite")
     tasks = toy_tasks(n_tasks)
     env = make_toy(str(store), llm=llm, tasks=tasks, use_conditions=False)
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(seed)
     for task in tasks:
         _, info = env.reset(options={"task_id": task.task_id})
         done = False
