@@ -7,6 +7,7 @@ plain fields of `RecordView`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -59,7 +60,9 @@ class Cost:
 
 @dataclass(frozen=True)
 class Decision:
-    """The result of one decision: the memory-free draft, the executed action and its outcome."""
+    """The result of one decision: the memory-free draft, the executed action and its outcome.
+    `changed` is the domain's verdict on draft vs action (`Domain.action_changed`: parsed,
+    normalised actions; two unusable replies are no change); None falls back to the text."""
 
     state: AgentState
     draft: str
@@ -67,10 +70,16 @@ class Decision:
     outcome: Outcome
     record_id: str | None
     cost: Cost
+    changed: bool | None = None
 
     @property
     def changed_by_memory(self) -> bool:
-        return self.record_id is not None and self.action.strip() != self.draft.strip()
+        """A record was shown and the executed action is another action than the draft."""
+        if self.record_id is None:
+            return False
+        if self.changed is not None:
+            return self.changed
+        return self.action.strip() != self.draft.strip()
 
 
 class BaseAgent:
@@ -137,8 +146,9 @@ class BaseAgent:
 
     # -- world model ------------------------------------------------------------------------
     def evaluate(self, state: AgentState, action: str, cost: Cost) -> Outcome:
-        """One world-model call on a fork of `state` (counted as an evaluator call)."""
-        outcome = self.evaluator.check(state.fork(), Action(action))
+        """One world-model call on a fork of `state` (counted as an evaluator call). When the
+        reply held no usable action (`Domain.parse_problem`), the feedback says so first."""
+        outcome = unusable_feedback(self.domain, action, self.evaluator.check(state.fork(), Action(action)))
         cost.evaluator_calls += 1
         if not outcome.solved:
             cost.failures += 1
@@ -160,7 +170,22 @@ class BaseAgent:
         new_state = state.with_attempt(attempt)
         if not outcome.solved:
             new_state = self.reflect(new_state, cost)
-        return Decision(new_state, draft, action, outcome, attempt.record_id, cost)
+        changed = record is not None and self.domain.action_changed(draft, action)
+        return Decision(new_state, draft, action, outcome, attempt.record_id, cost, changed)
+
+
+def unusable_feedback(domain: Domain, action: str, outcome: Outcome) -> Outcome:
+    """`outcome` with its feedback led by why the reply held no usable action (a parse failure
+    becomes evaluator feedback the model can act on); unchanged for a usable action."""
+    if outcome.solved:
+        return outcome
+    problem = domain.parse_problem(action)
+    if problem is None:
+        return outcome
+    feedback = f"No usable {domain.reply_format.what}: {problem}." + (
+        f" {outcome.feedback}" if outcome.feedback else ""
+    )
+    return dataclasses.replace(outcome, feedback=feedback)
 
 
 #: The reuse-label rules: "draft" (SPEC §3 *Amended*, the default) and "paper" (Appendix B.3).

@@ -95,3 +95,38 @@ def test_draft_reuse_label_compares_with_the_memory_free_draft() -> None:
         reuse_label(_decision("a", "b", "r", 1.0, True), None)
     with pytest.raises(ValueError, match="rule"):
         reuse_label(_decision("a", "b", "r", 1.0, True), None, rule="mine")
+
+
+def _sql_agent(replies: Mapping[str, str]) -> tuple[BaseAgent, Any]:
+    from cm_gym.domains.sql.domain import SQLDomain
+    from cm_gym.registry import get_benchmark
+
+    domain = SQLDomain()
+    return BaseAgent(ScriptedLLM(replies), domain, domain.make_evaluator()), get_benchmark(
+        "SQL"
+    ).load_tasks()[0]
+
+
+def test_two_unusable_replies_are_no_change_and_the_feedback_says_why() -> None:
+    """A weak model: its draft and its revision hold no query. Textually they differ, but neither
+    is an action: no change (reuse label 0), and the feedback leads with the parse failure."""
+    agent, task = _sql_agent(
+        {DRAFT_ACTION: "I cannot see the schema.", REVISE_WITH_RECORD: "Sorry, no idea."}
+    )
+    record = RecordView("r1", "use >=", "SELECT a FROM t WHERE x > 1", "SELECT a FROM t WHERE x >= 1")
+    decision = agent.decide(AgentState(task), record)
+    assert decision.draft != decision.action and not decision.changed_by_memory
+    assert reuse_label(decision, None, decision.outcome, rule="draft") == 0
+    assert decision.outcome.feedback.startswith("No usable SQL query: the reply holds no SQL query")
+
+
+def test_a_reformatted_query_is_no_change_and_a_real_edit_is() -> None:
+    query = "SELECT name FROM singer WHERE age > 30"
+    same = "```sql\nselect name\nfrom singer\nwhere age > 30;\n```"
+    agent, task = _sql_agent({DRAFT_ACTION: f"```sql\n{query}\n```", REVISE_WITH_RECORD: same})
+    record = RecordView("r1", "use >=", "age > 30", "age >= 30")
+    decision = agent.decide(AgentState(task), record)
+    assert decision.action != decision.draft and not decision.changed_by_memory
+    assert "No usable" not in decision.outcome.feedback
+    agent, task = _sql_agent({DRAFT_ACTION: query, REVISE_WITH_RECORD: query.replace(">", ">=")})
+    assert agent.decide(AgentState(task), record).changed_by_memory

@@ -167,7 +167,7 @@ def collect(
                     if not texts:
                         change[branch] = harm[branch] = 0.0
                         continue
-                    change[branch] = float(np.mean([t.strip() != draft.strip() for t in texts]))
+                    change[branch] = float(np.mean([domain.action_changed(draft, t) for t in texts]))
                     harm[branch] = float(np.mean([key_of(t) < draft_key for t in texts]))
                 source = tasks_by_id.get(rec.source_task_id)
                 rows.append(Row(setting, c.action, cands.closeness, is_lookalike(source, task), change, harm))

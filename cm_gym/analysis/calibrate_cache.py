@@ -12,14 +12,20 @@ uses) and its reply classified, on the domain's canonical form (`Domain.canonica
 
 The rates are the shares per bin: apply = applied / match, match_disturb = other changes / match,
 overapply = over-applied / analogous, analogous_disturb = other changes / analogous,
-unrelated_disturb = changes / unrelated. A bin with no entry keeps the domain's default (and says
-so). Entries written before the cache stored prompts cannot be classified and are counted apart.
+unrelated_disturb = changes / unrelated. Each is reported with its count and a 95% Wilson
+interval. Thin evidence is refused: a rate whose bin holds fewer than ``--min-count`` entries
+(default `MIN_COUNT`) keeps the domain's default, and the result names those rates and their
+counts; when no rate has enough entries, nothing is written (one `CalibrationError` naming them).
+A draft that holds no usable action (`Domain.parse_problem`) cannot be binned and is counted apart,
+as are entries written before the cache stored prompts; a usable draft revised into a reply
+without a usable action is a change (disturbed).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from collections import Counter
 from pathlib import Path
@@ -30,6 +36,17 @@ from cm_gym.llm.base import REVISE_WITH_RECORD
 from cm_gym.types import CmGymError, Task
 
 CLASSES = ("unchanged", "applied", "overapplied", "disturbed")
+#: entries a closeness bin needs before its rates are fitted (`--min-count`): with 20, a 95%
+#: interval on a share is at most about ±0.2 wide on either side
+MIN_COUNT = 20
+#: rate -> (closeness bin, the classes it counts)
+PLAN: dict[str, tuple[str, tuple[str, ...]]] = {
+    "apply": ("match", ("applied",)),
+    "match_disturb": ("match", ("overapplied", "disturbed")),
+    "overapply": ("analogous", ("overapplied",)),
+    "analogous_disturb": ("analogous", ("applied", "disturbed")),
+    "unrelated_disturb": ("unrelated", ("applied", "overapplied", "disturbed")),
+}
 
 
 class CalibrationError(CmGymError):
@@ -42,9 +59,10 @@ def classify(
     """(closeness, class) of one revision `reply` of `draft` shown the record a⁻ → a⁺."""
     canon = domain.canonical_action
     closeness = domain.record_closeness(task, draft, a_minus, a_plus)
-    got = canon(reply) if reply.strip() else canon(draft)
-    if got == canon(draft):
+    reply = reply if reply.strip() else draft
+    if not domain.action_changed(draft, reply):
         return closeness, "unchanged"
+    got = canon(reply)
     applied = domain.apply_contrast(task, draft, a_minus, a_plus)
     if applied is not None and got == canon(applied):
         return closeness, "applied"
@@ -53,30 +71,39 @@ def classify(
     return closeness, "disturbed"
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a share k / n ((0, 1) when n is 0)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def rate_evidence(counts: dict[str, Counter[str]]) -> dict[str, dict[str, Any]]:
+    """Per rate: its bin, the entries counted (k of n), the share and its 95% interval."""
+    out: dict[str, dict[str, Any]] = {}
+    for rate, (bin_, names) in PLAN.items():
+        n = sum(counts[bin_].values())
+        k = sum(counts[bin_][c] for c in names)
+        low, high = wilson(k, n)
+        out[rate] = {"bin": bin_, "k": k, "n": n, "share": k / n if n else None, "ci95": [low, high]}
+    return out
+
+
 def rates_from_counts(
-    counts: dict[str, Counter[str]], default: RevisionRates
+    counts: dict[str, Counter[str]], default: RevisionRates, min_count: int = 1
 ) -> tuple[RevisionRates, list[str]]:
-    """The rates per closeness bin from classified counts; empty bins keep `default`."""
+    """The rates per closeness bin from classified counts; a rate whose bin holds fewer than
+    `min_count` entries keeps `default` (and is listed)."""
     values = default.as_dict()
     kept: list[str] = []
-
-    def share(bin_: str, *names: str) -> float | None:
-        n = sum(counts[bin_].values())
-        return sum(counts[bin_][c] for c in names) / n if n else None
-
-    plan = {
-        "apply": ("match", ("applied",)),
-        "match_disturb": ("match", ("overapplied", "disturbed")),
-        "overapply": ("analogous", ("overapplied",)),
-        "analogous_disturb": ("analogous", ("applied", "disturbed")),
-        "unrelated_disturb": ("unrelated", ("applied", "overapplied", "disturbed")),
-    }
-    for rate, (bin_, names) in plan.items():
-        value = share(bin_, *names)
-        if value is None:
+    for rate, evidence in rate_evidence(counts).items():
+        if evidence["n"] < max(1, min_count):
             kept.append(rate)
         else:
-            values[rate] = round(value, 4)
+            values[rate] = round(evidence["share"], 4)
     return RevisionRates(**values), kept
 
 
@@ -120,6 +147,9 @@ def fit_from_cache(cfg: Any) -> dict[str, Any]:
                 else Task(f.get("task_id", ""), domain.name, "", "", "")
             )
             draft = f["draft"].strip()
+            if domain.parse_problem(draft) is not None:
+                skipped["draft holds no usable action"] += 1
+                continue
             reply = domain.parse_action(str(value.get("text", "")))
             closeness, kind = classify(
                 domain, task, draft, f["record_a_minus"].strip(), f["record_a_plus"].strip(), reply
@@ -132,13 +162,24 @@ def fit_from_cache(cfg: Any) -> dict[str, Any]:
             f"(skipped: {dict(skipped) or 'none found'}); run the env or the protocol with this cache first"
         )
     default = get_domain(domain.name).error_model().revision
-    fitted, kept = rates_from_counts(counts, default)
+    min_count = int(getattr(cfg, "min_count", MIN_COUNT))
+    fitted, kept = rates_from_counts(counts, default, min_count)
+    evidence = rate_evidence(counts)
+    if len(kept) == len(PLAN):
+        thin = ", ".join(f"{r} (n={evidence[r]['n']})" for r in kept)
+        raise CalibrationError(
+            f"{cfg.llm_cache}: {total} classified revision(s) for domain {domain.name!r}, too few to fit any "
+            f"rate (each needs >= {min_count} entries in its closeness bin, --min-count): {thin}; no rates "
+            "file written. Run more decisions with this cache, or lower --min-count knowingly"
+        )
     path = save_revision_rates(
         cfg.rates_path(),
         {domain.name: fitted},
         source=f"cm-gym calibrate --llm-cache {cfg.llm_cache}: classified REVISE_WITH_RECORD replies",
         counts={b: dict(c) for b, c in counts.items()},
         kept_defaults=kept,
+        min_count=min_count,
+        evidence=evidence,
     )
     return {
         "mode": "llm_cache",
@@ -150,6 +191,8 @@ def fit_from_cache(cfg: Any) -> dict[str, Any]:
         "default_rates": default.as_dict(),
         "fitted_rates": fitted.as_dict(),
         "kept_defaults": kept,
+        "min_count": min_count,
+        "evidence": evidence,
         "rates_file": str(path),
         "seconds": time.perf_counter() - started,
     }
@@ -168,12 +211,18 @@ def cache_table(result: dict[str, Any]) -> str:
         lines.append(f"{bin_:<10} " + " ".join(f"{c.get(k, 0):>11}" for k in CLASSES) + f"  {n:5d}")
     if result["skipped"]:
         lines.append("skipped: " + ", ".join(f"{k}: {v}" for k, v in result["skipped"].items()))
-    lines += [
-        "",
-        "rates       " + ", ".join(f"{k} {v:.3f}" for k, v in result["fitted_rates"].items()),
-        "defaults    " + ", ".join(f"{k} {v:.3f}" for k, v in result["default_rates"].items()),
-    ]
+    min_count = result.get("min_count", 1)
+    lines += ["", f"{'rate':<18} {'k / n':>9} {'share':>6} {'95% CI':>15} {'written':>8}  default"]
+    for rate, ev in result.get("evidence", {}).items():
+        share = f"{ev['share']:.3f}" if ev["share"] is not None else "—"
+        ci = f"[{ev['ci95'][0]:.2f}, {ev['ci95'][1]:.2f}]"
+        written = f"{result['fitted_rates'][rate]:.3f}" if rate not in result["kept_defaults"] else "default"
+        lines.append(
+            f"{rate:<18} {ev['k']:>4} / {ev['n']:<3} {share:>6} {ci:>15} {written:>8}  "
+            f"{result['default_rates'][rate]:.3f}"
+        )
     if result["kept_defaults"]:
-        lines.append(f"no entries to estimate {', '.join(result['kept_defaults'])}: defaults kept")
+        thin = ", ".join(f"{r} (n={result['evidence'][r]['n']})" for r in result["kept_defaults"])
+        lines.append(f"too few entries (< {min_count}, --min-count) to fit {thin}: defaults kept")
     lines.append(f"written to {result['rates_file']} (load with --revision-rates)")
     return "\n".join(lines)

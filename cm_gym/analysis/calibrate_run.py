@@ -31,6 +31,8 @@ class CalibrateConfig:
     fit: bool = False
     out: Path | None = None
     llm_cache: Path | None = None
+    #: entries a closeness bin needs before `--llm-cache` fits its rates (`calibrate_cache.MIN_COUNT`)
+    min_count: int = 20
     n_build: int | None = None
     n_tasks: int | None = None
     n_eval: int | None = None

@@ -124,7 +124,7 @@ def collect(
                         record_id,
                         float(c.outcome.score),
                         bool(c.outcome.solved),
-                        c.text.strip() != draft.strip(),
+                        base.domain.action_changed(draft, c.text),
                         feats,
                     )
                 )

@@ -45,6 +45,17 @@ def pos_int(text: str) -> int:
     return value
 
 
+def pos_float(text: str) -> float:
+    """argparse type: a finite number > 0 (seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
 def slots(text: str) -> int:
     """argparse type: k, the number of retrieved records (0..4)."""
     value = _int(text)
@@ -96,6 +107,7 @@ class Opt:
     type: Callable[[str], Any] | None = None
     choices: Callable[[], Sequence[str]] | None = None
     metavar: str | None = None
+    aliases: tuple[str, ...] = ()
 
 
 #: Help, validating type and choices of every `ProtocolConfig` field.
@@ -111,7 +123,10 @@ OPTIONS: dict[str, Opt] = {
     "llm_seed": Opt("seed of the (simulated) LLM", nonneg_int, metavar="SEED"),
     "llm_cache": Opt("LLM response cache file (default: under $CM_GYM_CACHE)", Path, metavar="FILE"),
     "llm_cache_mode": Opt("rw, ro (replay only: a miss is an error) or off", choices=_choices("cm_gym.llm.factory", "CACHE_MODES")),
-    "concurrency": Opt("LLM calls in flight at most, where calls are independent (real LLMs)", pos_int, metavar="N"),
+    "concurrency": Opt("LLM calls in flight at most, where calls are independent (real LLMs; default $CM_GYM_LLM_CONCURRENCY, else 8)", pos_int, metavar="N", aliases=("--llm-concurrency",)),
+    "llm_timeout": Opt("seconds a real LLM call may take before it fails, never re-sent; must exceed the server's latency (default $CM_GYM_LLM_TIMEOUT, else 60)", pos_float, metavar="S"),
+    "llm_max_tokens": Opt("reply length limit of a real LLM, part of the cache key (default $CM_GYM_LLM_MAX_TOKENS, else 1024)", pos_int, metavar="N"),
+    "llm_retries": Opt("re-sends of a failed real LLM call (never of a timed-out one; default $CM_GYM_LLM_RETRIES, else 4)", nonneg_int, metavar="N"),
     "split_seed": Opt("seed of the build / train / eval split", nonneg_int, metavar="SEED"),
     "max_decisions": Opt("decision budget per task", pos_int, metavar="N"),
     "k": Opt("records retrieved per decision (0..4)", slots, metavar="K"),
@@ -133,6 +148,7 @@ OPTIONS: dict[str, Opt] = {
     "train_selector": Opt("also train the masked DQN and place it between random and the oracle"),
     "fit": Opt("fit the revision rates to the paper's rates and write them to --out"),
     "out": Opt("where to write the fitted rates (default <out-dir>/revision_rates.json)", Path, metavar="FILE"),
+    "min_count": Opt("with --llm-cache: entries a closeness bin needs before its rates are fitted; thinner bins keep the simulator's rates, and none fitted writes nothing", pos_int, metavar="N"),
     "n_tasks": Opt("use only the first N training tasks", pos_int, metavar="N"),
     "rescued_broken": Opt("also count rescued / broken tasks of top-1 against skip on T_eval"),
     "algo": Opt("selector learner: masked-dqn (SB3), rllib-ppo or rllib-dqn (RLlib; pip install 'cm-gym[ray]')", choices=_choices("cm_gym.protocol", "ALGOS")),
@@ -176,7 +192,29 @@ def add_dataclass_args(parser: argparse.ArgumentParser, cls: type, skip: tuple[s
             kwargs["choices"] = opt.choices()
         if opt.metavar and opt.choices is None:
             kwargs["metavar"] = opt.metavar
-        group.add_argument(flag, nargs="+" if many else None, help=help_text, **kwargs)
+        group.add_argument(flag, *opt.aliases, nargs="+" if many else None, help=help_text, **kwargs)
+
+
+def add_llm_limit_options(parser: argparse.ArgumentParser, *, concurrency: bool = True) -> None:
+    """``--llm-timeout``, ``--llm-max-tokens``, ``--llm-retries`` (and ``--llm-concurrency``) for
+    a command with its own ``--llm`` option (the protocol commands get them from `OPTIONS`)."""
+    group = parser.add_argument_group("LLM client limits (real endpoints; cm_gym.llm.limits)")
+    names = ["llm_timeout", "llm_max_tokens", "llm_retries"] + (["concurrency"] if concurrency else [])
+    for name in names:
+        opt = OPTIONS[name]
+        flag = "--llm-concurrency" if name == "concurrency" else "--" + name.replace("_", "-")
+        group.add_argument(flag, dest=name, type=opt.type, default=None, metavar=opt.metavar, help=opt.help)
+
+
+def llm_limit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The `make_llm` keywords of the limits given on the command line (unset ones omitted)."""
+    given = {
+        "timeout": getattr(args, "llm_timeout", None),
+        "max_tokens": getattr(args, "llm_max_tokens", None),
+        "retries": getattr(args, "llm_retries", None),
+        "concurrency": getattr(args, "concurrency", None),
+    }
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def add_output_options(parser: argparse.ArgumentParser, *, table: bool = True) -> None:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cm_gym.cli._args import nonneg_int, pos_int
+from cm_gym.cli._args import add_llm_limit_options, llm_limit_kwargs, nonneg_int, pos_int
 
 
 def _counts(text: str) -> tuple[int, ...]:
@@ -52,7 +52,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="rw",
         help="rw: replay and record; ro: replay only (a miss is an error, never a call); off: no cache",
     )
-    p.add_argument("--concurrency", type=int, default=8, help="LLM calls in flight at most (real LLMs)")
+    p.add_argument(
+        "--concurrency",
+        "--llm-concurrency",
+        type=pos_int,
+        default=None,
+        help="LLM calls in flight at most (real LLMs; default $CM_GYM_LLM_CONCURRENCY, else 8)",
+    )
     p.add_argument("--seed", type=nonneg_int, default=0, help="LLM seed")
     p.add_argument(
         "--agent", choices=("react", "reflexion"), default="react", help="base agent loop (default react)"
@@ -94,11 +100,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--freeze", type=Path, default=None, help="also freeze the store into this snapshot")
     p.add_argument("--json", type=Path, default=None, help="write the summary as JSON here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_llm_limit_options(p, concurrency=False)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from cm_gym.llm.factory import make_llm
+    from cm_gym.llm.limits import limit
     from cm_gym.memory.construction import ConstructionConfig, build_memory
     from cm_gym.memory.store import RecordStore
     from cm_gym.registry import get_benchmark, get_domain
@@ -131,12 +139,18 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         cache_path=args.llm_cache,
         cache_mode=args.llm_cache_mode,
-        concurrency=args.concurrency,
         task_lookup=by_id.get,
+        **llm_limit_kwargs(args),
     )
-    # what shaped the records (--workers did not: a parallel build is the serial build's file)
-    skip = ("func", "workers")
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in skip}
+    # what shaped the records (--workers did not: a parallel build is the serial build's file;
+    # nor do the client timeout and retries, and unset limits are left out)
+    skip = ("func", "workers", "llm_timeout", "llm_retries")
+    settings = {
+        k: (str(v) if isinstance(v, Path) else v)
+        for k, v in vars(args).items()
+        if k not in skip and not (k == "llm_max_tokens" and v is None)
+    }
+    settings["concurrency"] = limit("concurrency", args.concurrency)
     with RecordStore(args.out, domain=domain.name, benchmark=spec.name, capacity=args.capacity) as store:
         already = len(store.processed_task_ids & set(ids))
         print(f"building {spec.name} memory into {args.out}: {len(ids)} tasks ({already} already processed)")

@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from cm_gym.cli._args import add_llm_limit_options
 from cm_gym.experiments import STUDIES, ExperimentConfig, run_experiments
 from cm_gym.experiments.runner import BACKENDS
 from cm_gym.quick import quick_mode, say
@@ -69,6 +70,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="join an existing Ray cluster (auto, HOST:6379 or ray://HOST:10001) instead of starting one",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_llm_limit_options(p)
     p.set_defaults(func=run)
 
 
@@ -93,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
         llm_seed=args.llm_seed,
         llm_cache=args.llm_cache,
         llm_cache_mode=args.llm_cache_mode,
+        llm_timeout=args.llm_timeout,
+        llm_max_tokens=args.llm_max_tokens,
+        llm_retries=args.llm_retries,
+        llm_concurrency=args.concurrency,
         results_dir=args.results or Path("runs/experiments-quick" if args.quick else "runs/experiments"),
         workers=args.workers,
         backend=args.backend,

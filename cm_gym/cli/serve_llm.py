@@ -11,6 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from cm_gym.cli._args import add_llm_limit_options, llm_limit_kwargs
+from cm_gym.cli.serve_local import add_local_model_options, serve_local_model
 from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
@@ -38,7 +40,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="data folder for the (one) --benchmark, in its layout (default: its own data)",
     )
     p.add_argument("--seed", type=int, default=0, help="simulator seed (the sampling seed with --llm openai)")
-    p.add_argument("--model-name", default="cm-gym-simulated", help="model id reported by /v1/models")
+    p.add_argument(
+        "--model-name",
+        default=None,
+        help="model id reported by /v1/models (default cm-gym-simulated, or the --model / --gguf name)",
+    )
     p.add_argument(
         "--llm",
         default="simulated",
@@ -70,6 +76,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="the key on the command line (works, but every local user can read it in the process "
         "list: prefer --api-key-file or $CM_GYM_API_KEY)",
     )
+    add_llm_limit_options(p, concurrency=False)  # the client of --llm openai (a caching proxy)
+    add_local_model_options(p)
     p.set_defaults(func=run)
 
 
@@ -109,13 +117,16 @@ def run(args: argparse.Namespace) -> int:
     if args.data is not None and len(names) != 1:
         raise RegistryError("--data needs exactly one --benchmark (the one whose layout the folder has)")
     lookup = BenchmarkTaskLookup(names, args.data)
-    llm = make_llm(
+    local = serve_local_model(args)  # --gguf / --model: a real model on the CPU
+    llm = local or make_llm(
         args.llm,
         seed=args.seed,
         task_lookup=lookup,
         cache_path=args.llm_cache,
         cache_mode=args.llm_cache_mode,
+        **llm_limit_kwargs(args),
     )
+    args.model_name = args.model_name or (local.name if local else "cm-gym-simulated")
     options: dict[str, Any] = {"latency_s": args.latency_ms / 1000.0, "api_key": api_key}
     if args.workers is not None:
         options["workers"] = args.workers
@@ -124,9 +135,13 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise LLMError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
     what = (
-        f"the simulated LLM (seed {args.seed})" if args.llm == "simulated" else f"{args.llm} (cached proxy)"
+        f"{local.path.name} on the CPU (greedy, seed {args.seed})"
+        if local
+        else f"the simulated LLM (seed {args.seed})"
+        if args.llm == "simulated"
+        else f"{args.llm} (cached proxy)"
     )
-    print(f"serving {what} at {server.base_url} for {', '.join(names) or 'no benchmarks'}")
+    print(f"serving {what} at {server.base_url} for {', '.join(names) or 'no benchmarks'}", flush=True)
     print(f"  export OPENAI_BASE_URL={server.base_url} CM_GYM_MODEL={args.model_name}")
     if args.latency_ms:
         print(f"  artificial latency {args.latency_ms:g} ms per completion")

@@ -3,8 +3,8 @@
 A domain is one package under `cm_gym/domains/<name>/` (or a third-party package) that implements
 `Domain` and calls `cm_gym.registry.register_benchmark(...)` once per benchmark. Nothing outside
 the package knows its insides: the env, the store, the selector and the simulated LLM reach it
-only through this contract. A domain imports only `cm_gym.types`, `cm_gym.llm.base` and this
-module.
+only through this contract. A domain imports only `cm_gym.types`, `cm_gym.llm.base`, this
+module and `cm_gym.domains.reply` (reading actions out of real replies, which it configures).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from cm_gym.domains.reply import ActionReading
 from cm_gym.types import Evaluator, Task
 
 #: A condition predicate: ``fn(task, args) -> bool``. Must be decidable without an LLM and must
@@ -205,8 +206,9 @@ def token_diff(a_minus: str, a_plus: str) -> list[tuple[str, str]]:
     return out
 
 
-class Domain(ABC):
-    """A benchmark family's world model, edit grammar, conditions and simulated-LLM error model."""
+class Domain(ActionReading, ABC):
+    """A benchmark family's world model, edit grammar, conditions and simulated-LLM error model;
+    reading actions out of replies and comparing them comes from `ActionReading`."""
 
     #: short, unique, lower-case name stored in every Task and Record ("sql", "sat", ...)
     name: ClassVar[str]
@@ -354,19 +356,6 @@ class Domain(ABC):
         reference-free and without an LLM call, so a deployed selector may read it (the extended
         observation does). Default: `apply_contrast` finds a site."""
         return self.apply_contrast(task, draft, a_minus, a_plus) is not None
-
-    def canonical_action(self, text: str) -> str:
-        """The form in which two actions compare equal when they mean the same (used to classify
-        a real model's revisions). Default: whitespace runs collapsed."""
-        return " ".join(text.split())
-
-    def parse_action(self, text: str) -> str:
-        """Extract the action from a free-form LLM reply (fenced block or ACTION: prefix)."""
-        fence = re.search(r"```[\w+-]*\n(.*?)```", text, flags=re.S)
-        if fence:
-            return fence.group(1).strip()
-        m = re.search(r"ACTION:\s*(.*)", text, flags=re.S)
-        return (m.group(1) if m else text).strip()
 
 
 _SKIP_DIRS = frozenset({"__pycache__", ".git", ".mypy_cache", ".pytest_cache", ".ruff_cache"})

@@ -246,6 +246,35 @@ def resolve_store(
     return store
 
 
+def client_limits(
+    llm: Any,
+    timeout: float | None,
+    max_tokens: int | None,
+    retries: int | None,
+    concurrency: int | None,
+) -> dict[str, Any]:
+    """The env's ``llm_timeout`` / ``llm_max_tokens`` / ``llm_retries`` / ``llm_concurrency`` as
+    validated `make_llm` keywords (unset ones omitted); they configure a spec-built LLM only."""
+    from cm_gym.llm.errors import LLMError
+    from cm_gym.llm.limits import check_limit
+
+    given = {"timeout": timeout, "max_tokens": max_tokens, "retries": retries, "concurrency": concurrency}
+    out: dict[str, Any] = {}
+    for name, value in given.items():
+        if value is None:
+            continue
+        try:
+            out[name] = check_limit(name, value, f"llm_{name}")
+        except LLMError as exc:
+            raise EnvConfigError(str(exc)) from None
+    if out and not isinstance(llm, str):
+        raise EnvConfigError(
+            "llm_timeout / llm_max_tokens / llm_retries / llm_concurrency configure an LLM built from a "
+            "spec string (llm='openai'), not an LLM object: set them on the object"
+        )
+    return out
+
+
 def resolve_llm(
     llm: LLM | str,
     seed: int,

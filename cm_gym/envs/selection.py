@@ -21,6 +21,7 @@ from cm_gym.envs._loading import (
     check_arguments,
     check_reset_options,
     check_reward_weights,
+    client_limits,
     resolve_llm,
     resolve_store,
     resolve_tasks,
@@ -127,6 +128,9 @@ class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym
       (against the previous attempt).
     - ``llm_kwargs``: extra keyword arguments for a spec-built LLM (`cm_gym.llm.factory.make_llm`),
       e.g. ``{"revision_rates": "rates.json"}`` for the simulator (`cm-gym calibrate`).
+    - ``llm_timeout`` (s), ``llm_max_tokens``, ``llm_retries``, ``llm_concurrency``: the client
+      limits of a spec-built real endpoint (`cm_gym.llm.limits`; None: ``CM_GYM_LLM_*``, else
+      60 s, 1024, 4, 8). The timeout must exceed one call's latency on the server.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -160,6 +164,10 @@ class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym
         profile: bool = False,
         render_mode: str | None = None,
         data: str | Path | None = None,
+        llm_timeout: float | None = None,
+        llm_max_tokens: int | None = None,
+        llm_retries: int | None = None,
+        llm_concurrency: int | None = None,
     ) -> None:
         self._init_kwargs: dict[str, Any] = {
             k: v for k, v in locals().items() if k not in ("self", "__class__")
@@ -209,8 +217,14 @@ class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym
             raise EnvConfigError(f"obs_layout must be one of {F.OBS_LAYOUTS}, got {obs_layout!r}")
         self.obs_layout = obs_layout
         self.obs_dim = F.obs_dim(obs_layout)
+        limits = client_limits(llm, llm_timeout, llm_max_tokens, llm_retries, llm_concurrency)
         self.llm = resolve_llm(
-            llm, llm_seed, self.tasks, cache=llm_cache, cache_mode=llm_cache_mode, llm_kwargs=llm_kwargs
+            llm,
+            llm_seed,
+            self.tasks,
+            cache=llm_cache,
+            cache_mode=llm_cache_mode,
+            llm_kwargs={**limits, **dict(llm_kwargs or {})} or None,
         )
         self.evaluator = self.domain.make_evaluator(**dict(evaluator_kwargs or {}))
         llm_used = TimedLLM(self.llm, self.timings) if profile else self.llm

@@ -73,6 +73,11 @@ class ExperimentConfig:
     llm_seed: int = 0
     llm_cache: Path | None = None
     llm_cache_mode: str = "rw"
+    #: client limits of a real endpoint (`cm_gym.llm.limits`); None: CM_GYM_LLM_*, else defaults
+    llm_timeout: float | None = None
+    llm_max_tokens: int | None = None
+    llm_retries: int | None = None
+    llm_concurrency: int | None = None
     max_decisions: int = 3
     split_seed: int = 12345
     quick: bool = False

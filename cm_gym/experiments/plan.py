@@ -27,6 +27,9 @@ class Planner:
         self.runtime = {
             "llm_cache": str(cfg.llm_cache) if cfg.llm_cache else None,
             "llm_cache_mode": cfg.llm_cache_mode,
+            "llm_timeout": cfg.llm_timeout,
+            "llm_retries": cfg.llm_retries,
+            "llm_concurrency": cfg.llm_concurrency,
         }
 
     # -- data -------------------------------------------------------------------------------
@@ -62,6 +65,8 @@ class Planner:
             "llm": self.cfg.llm,
             "llm_seed": self.cfg.llm_seed,
             "max_decisions": self.cfg.max_decisions,
+            # max_tokens changes replies, so it keys the units (only when set: default keys stay)
+            **({"llm_max_tokens": self.cfg.llm_max_tokens} if self.cfg.llm_max_tokens is not None else {}),
         }
 
     # -- CounterMem ------------------------------------------------------------------------

@@ -63,13 +63,28 @@ def tasks_of(p: Mapping[str, Any], key: str) -> list[Task]:
 
 
 @lru_cache(maxsize=32)
-def _llm(spec: str, seed: int, benchmark: str, cache: str | None, mode: str) -> LLM:
+def _llm(
+    spec: str,
+    seed: int,
+    benchmark: str,
+    cache: str | None,
+    mode: str,
+    limits: tuple[tuple[str, Any], ...] = (),
+) -> LLM:
     """The LLM (`make_llm`): a real endpoint always behind the response cache (`cache` or the
-    default file), the simulator only when a cache file is given."""
+    default file), the simulator only when a cache file is given; `limits` are the client limits
+    given (`make_llm` keywords)."""
     from cm_gym.llm.factory import make_llm
 
     lookup = benchmark_tasks(benchmark) if spec.startswith("simulated") else None
-    return make_llm(spec, seed=seed, task_lookup=lookup, cache_path=cache, cache_mode=mode)
+    return make_llm(spec, seed=seed, task_lookup=lookup, cache_path=cache, cache_mode=mode, **dict(limits))
+
+
+def _limits(p: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The client limits a unit's parameters give (timeout, max_tokens, retries, concurrency)."""
+    names = {"llm_timeout": "timeout", "llm_max_tokens": "max_tokens", "llm_retries": "retries"}
+    names["llm_concurrency"] = "concurrency"
+    return tuple((names[k], p[k]) for k in sorted(names) if p.get(k) is not None)
 
 
 def context(p: Mapping[str, Any]) -> MechanismContext:
@@ -77,15 +92,15 @@ def context(p: Mapping[str, Any]) -> MechanismContext:
     spec = get_benchmark(p["benchmark"])
     domain = get_domain(spec.domain_name)
     bench, llm, seed = p["benchmark"], p["llm"], int(p["llm_seed"])
-    cache, mode = p.get("llm_cache"), p.get("llm_cache_mode", "rw")
+    cache, mode, limits = p.get("llm_cache"), p.get("llm_cache_mode", "rw"), _limits(p)
     return MechanismContext(
         domain,
-        _llm(llm, seed, bench, cache, mode),
+        _llm(llm, seed, bench, cache, mode, limits),
         domain.make_evaluator(),
         agent_kind=p["agent"],
         max_decisions=int(p["max_decisions"]),
         seed=seed,
-        sampler=lambda i: _llm(llm, seed + 1000 * i, bench, cache, mode),
+        sampler=lambda i: _llm(llm, seed + 1000 * i, bench, cache, mode, limits),
     )
 
 
@@ -201,6 +216,10 @@ def train_selector_unit(
         progress=False,
         llm_cache=Path(p["llm_cache"]) if p.get("llm_cache") else None,
         llm_cache_mode=p.get("llm_cache_mode", "rw"),
+        llm_timeout=p.get("llm_timeout"),
+        llm_max_tokens=p.get("llm_max_tokens"),
+        llm_retries=p.get("llm_retries"),
+        concurrency=p.get("llm_concurrency"),
     )
     snapshot = load_snapshot(snapshot_path(inputs["store"], p.get("snapshot", "final")), prepared)
     record = train_selector(cfg, snapshot, prepared, int(p["seed"]))

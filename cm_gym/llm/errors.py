@@ -15,6 +15,11 @@ class LLMUnreachableError(LLMError):
     wrong). Raised at once, without retries, unless the answer is in the response cache."""
 
 
+class LLMTimeoutError(LLMError):
+    """A call waited longer than the client timeout for its reply. It is never re-sent (the
+    server may still be computing it); the message names the limit and the flag."""
+
+
 class PromptError(LLMError):
     """A template name is unknown, or chat messages were not rendered by a cm_gym template."""
 
@@ -47,5 +52,6 @@ class CacheConflictError(CacheError):
 
 #: Errors a caller must never turn into a documented fallback (rule-based edits, rule-based
 #: distillation): a read-only replay that lacks a reply, a cache that cannot be used, a server that
-#: is not running. Falling back would silently build other memory than the recorded run did.
-FATAL_LLM_ERRORS: tuple[type[LLMError], ...] = (CacheError, LLMUnreachableError)
+#: is not running, a server slower than the client timeout. Falling back would silently build
+#: other memory than the recorded run did.
+FATAL_LLM_ERRORS: tuple[type[LLMError], ...] = (CacheError, LLMUnreachableError, LLMTimeoutError)

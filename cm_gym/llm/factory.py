@@ -18,8 +18,11 @@ def make_llm(
     seed: int = 0,
     cache_path: str | Path | None = None,
     cache_mode: str = "rw",
-    concurrency: int = 8,
+    concurrency: int | None = None,
     task_lookup: Any = None,
+    timeout: float | None = None,
+    max_tokens: int | None = None,
+    retries: int | None = None,
     **kw: Any,
 ) -> LLM:
     """Build an LLM backend and put it behind the response cache.
@@ -34,6 +37,11 @@ def make_llm(
     `cache_mode` is "off". "ro" replays only (a miss is a `CacheMissError`, never a call). The
     simulated LLM is cached only when `cache_path` is given. `concurrency` bounds the parallel
     calls of `CachedLLM.prefetch`.
+
+    Client limits of a real endpoint (`cm_gym.llm.limits`): `timeout` (seconds per call),
+    `max_tokens` (per reply; part of the cache key), `retries`, `concurrency` — None takes
+    ``CM_GYM_LLM_TIMEOUT`` / ``_MAX_TOKENS`` / ``_RETRIES`` / ``_CONCURRENCY``, else the defaults
+    (60 s, 1024, 4, 8). The simulator ignores timeout, max_tokens and retries.
     """
     if cache_mode not in CACHE_MODES:
         raise CacheError(f"LLM cache mode must be one of {', '.join(CACHE_MODES)}, got {cache_mode!r}")
@@ -51,20 +59,24 @@ def make_llm(
         if model:
             kw.setdefault("model", model)
         kw.setdefault("seed", seed)
-        llm = OpenAICompatibleLLM(**kw)
+        if retries is not None:
+            kw["max_retries"] = retries
+        llm = OpenAICompatibleLLM(timeout=timeout, max_tokens=max_tokens, **kw)
     else:
         raise LLMError(f"unknown LLM spec {spec!r}; use one of {', '.join(SPECS)} (or openai:<model>)")
     return with_cache(llm, cache_path, cache_mode, concurrency=concurrency)
 
 
 def with_cache(
-    llm: LLM, cache_path: str | Path | None, cache_mode: str = "rw", *, concurrency: int = 8
+    llm: LLM, cache_path: str | Path | None, cache_mode: str = "rw", *, concurrency: int | None = None
 ) -> LLM:
     """`llm` behind a `CachedLLM` on `cache_path` (None / "default": the default file), or `llm`
     itself when `cache_mode` is "off" or it is already cached."""
     from cm_gym.llm.cache import ResponseCache, resolve_cache_path
     from cm_gym.llm.cached import CachedLLM
+    from cm_gym.llm.limits import limit
 
     if cache_mode == "off" or isinstance(llm, CachedLLM):
         return llm
-    return CachedLLM(llm, ResponseCache(resolve_cache_path(cache_path), cache_mode), concurrency=concurrency)
+    cache = ResponseCache(resolve_cache_path(cache_path), cache_mode)
+    return CachedLLM(llm, cache, concurrency=int(limit("concurrency", concurrency)))

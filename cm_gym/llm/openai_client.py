@@ -3,11 +3,19 @@ hosted API, or `cm-gym serve-llm`) through the official `openai` package.
 
 Configuration comes from arguments or the usual environment variables: ``OPENAI_BASE_URL``,
 ``CM_GYM_MODEL`` (else ``OPENAI_MODEL``) and ``OPENAI_API_KEY`` (default ``"EMPTY"``, which local
-servers accept). Transient failures — timeouts, dropped connections, 408/409/429 and 5xx answers,
-malformed bodies, an empty choice list or a missing message content — are retried with
-exponential backoff (honouring ``Retry-After`` up to the backoff cap); after the last retry, or on
-any other error status, one clear `LLMError` is raised. A server that refuses the very first
-connection is not running: that is one `LLMUnreachableError` at once, without retries.
+servers accept); the client limits (timeout, max_tokens, retries) from arguments, else
+``CM_GYM_LLM_*``, else their defaults (`cm_gym.llm.limits`). Transient failures — a connection
+that could not be made or was dropped, 408/409/429 and 5xx answers, malformed bodies, an empty
+choice list or a missing message content — are retried with exponential backoff (honouring
+``Retry-After`` up to the backoff cap); after the last retry, or on any other error status, one
+clear `LLMError` is raised. A server that refuses the very first connection is not running: that
+is one `LLMUnreachableError` at once, without retries.
+
+A request is never re-sent while an identical one to the same server may still be in flight: a
+call whose reply did not arrive within the timeout (the request was sent, the server may still be
+computing it) is not retried but fails with one `LLMTimeoutError` line naming the limit and its
+flag; and identical requests made at the same time by several threads or tasks of this process
+share one HTTP request.
 
 `acomplete_messages` is the asyncio twin of `complete` (same retries, on ``openai.AsyncOpenAI``),
 used by `cm_gym.llm.batch` to fill a response cache with many concurrent calls.
@@ -16,21 +24,27 @@ used by `cm_gym.llm.batch` to fill a response cache with many concurrent calls.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from typing import Any
 
 import openai
 
 from cm_gym.llm.base import Completion, estimate_tokens
-from cm_gym.llm.errors import LLMError, LLMUnreachableError
+from cm_gym.llm.errors import LLMError, LLMTimeoutError, LLMUnreachableError
+from cm_gym.llm.limits import resolve_limits, timeout_message
 from cm_gym.llm.prompts import render
 
 logger = logging.getLogger(__name__)
 
 _RETRY_STATUS = {408, 409, 429}
+_UNSENT_TIMEOUTS = frozenset({"ConnectTimeout", "WriteTimeout", "PoolTimeout"})
 
 
 class _TransientReply(Exception):
@@ -50,6 +64,42 @@ def _retry_after(exc: BaseException) -> float | None:
 def _refused(exc: BaseException) -> bool:
     """A connection that could not be made at all (not a timeout, not a dropped connection)."""
     return isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError)
+
+
+def _reply_timed_out(exc: BaseException) -> bool:
+    """The request was sent and its reply did not come in time: the server may still be computing
+    it (a timeout while connecting, writing or waiting for a pooled connection sent nothing)."""
+    if not isinstance(exc, openai.APITimeoutError):
+        return False
+    # by name: the transport library (httpx, or its successor in newer openai releases) varies
+    return type(exc.__cause__).__name__ not in _UNSENT_TIMEOUTS
+
+
+#: requests in flight in this process, by (server, request body) digest: identical concurrent
+#: requests share one HTTP request
+_FLIGHTS: dict[str, Future[Completion]] = {}
+_FLIGHTS_LOCK = threading.Lock()
+
+
+def _claim(key: str) -> tuple[Future[Completion], bool]:
+    """The flight of `key` and whether the caller owns it (must send the request)."""
+    with _FLIGHTS_LOCK:
+        flight = _FLIGHTS.get(key)
+        if flight is not None:
+            return flight, False
+        flight = _FLIGHTS[key] = Future()
+        return flight, True
+
+
+def _land(
+    key: str, flight: Future[Completion], result: Completion | None, error: BaseException | None
+) -> None:
+    with _FLIGHTS_LOCK:
+        _FLIGHTS.pop(key, None)
+    if error is not None:
+        flight.set_exception(error)
+    else:
+        flight.set_result(result)  # type: ignore[arg-type]
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -72,11 +122,11 @@ class OpenAICompatibleLLM:
         api_key: str | None = None,
         *,
         temperature: float = 0.0,
-        max_tokens: int = 1024,
+        max_tokens: int | None = None,
         top_p: float | None = None,
         seed: int | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 4,
+        timeout: float | None = None,
+        max_retries: int | None = None,
         backoff_s: float = 0.5,
         backoff_max_s: float = 8.0,
         name: str | None = None,
@@ -90,9 +140,11 @@ class OpenAICompatibleLLM:
             raise LLMError("no model name: pass model=..., or set CM_GYM_MODEL or OPENAI_MODEL")
         self.model = model
         self.name = name or f"openai:{model}"
-        self.temperature, self.max_tokens, self.top_p, self.seed = temperature, max_tokens, top_p, seed
-        self.max_retries, self.backoff_s, self.backoff_max_s = max_retries, backoff_s, backoff_max_s
-        self.timeout = timeout
+        limits = resolve_limits(timeout, max_tokens, max_retries)
+        self.temperature, self.max_tokens, self.top_p, self.seed = temperature, limits.max_tokens, top_p, seed
+        self.max_retries, self.backoff_s, self.backoff_max_s = limits.retries, backoff_s, backoff_max_s
+        self.timeout = limits.timeout
+        timeout = limits.timeout
         self._sleep = sleep
         self.requests = 0  # HTTP attempts made (retries included)
         self.retries = 0
@@ -152,9 +204,16 @@ class OpenAICompatibleLLM:
             )
         return Completion(text, int(prompt_tokens), int(completion_tokens))
 
+    def _flight_key(self, kwargs: Mapping[str, Any]) -> str:
+        body = json.dumps(kwargs, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(f"{self.base_url}\n{body}".encode()).hexdigest()
+
     def _retry_delay(self, template: str, attempt: int, exc: Exception) -> float:
         """The pause before retry `attempt` + 1 of a failed request, or one clear `LLMError` when
-        the failure is not transient, the server was never reached, or retries are exhausted."""
+        the failure is not transient, the reply timed out (never re-sent), the server was never
+        reached, or retries are exhausted."""
+        if _reply_timed_out(exc):
+            raise LLMTimeoutError(timeout_message(self.timeout, self.base_url, template)) from exc
         if _refused(exc) and not self.reached:
             raise LLMUnreachableError(
                 f"cannot connect to {self.base_url} ({exc.__cause__ or exc}): start the server, fix "
@@ -189,11 +248,28 @@ class OpenAICompatibleLLM:
         return self.complete_messages(render(template, fields).messages, template)
 
     def complete_messages(self, messages: list[dict[str, str]], template: str = "request") -> Completion:
-        """Send already-rendered chat messages (retries as in `complete`)."""
+        """Send already-rendered chat messages (retries as in `complete`); an identical request
+        already in flight from this process is waited for, not sent again."""
+        kwargs = self._kwargs(messages)
+        key = self._flight_key(kwargs)
+        flight, owner = _claim(key)
+        if not owner:
+            return flight.result()
+        result, error = None, None
+        try:
+            result = self._send(kwargs, messages, template)
+            return result
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            _land(key, flight, result, error)
+
+    def _send(self, kwargs: dict[str, Any], messages: list[dict[str, str]], template: str) -> Completion:
         for attempt in range(self.max_retries + 1):
             try:
                 self.requests += 1
-                response = self._client.chat.completions.create(**self._kwargs(messages))
+                response = self._client.chat.completions.create(**kwargs)
                 completion = self._completion(response, messages)
                 self.reached = True
                 return completion
@@ -212,16 +288,29 @@ class OpenAICompatibleLLM:
     async def acomplete_messages(
         self, client: openai.AsyncOpenAI, messages: list[dict[str, str]], template: str = "request"
     ) -> Completion:
-        """`complete_messages` on an async client: same retries, ``Retry-After`` and errors."""
-        for attempt in range(self.max_retries + 1):
-            try:
-                self.requests += 1
-                response = await client.chat.completions.create(**self._kwargs(messages))
-                completion = self._completion(response, messages)
-                self.reached = True
-                return completion
-            except Exception as exc:  # noqa: BLE001 - classified by _retry_delay; never leaks raw
-                if not _refused(exc):
+        """`complete_messages` on an async client: same retries, ``Retry-After``, errors and
+        sharing of identical requests in flight."""
+        kwargs = self._kwargs(messages)
+        key = self._flight_key(kwargs)
+        flight, owner = _claim(key)
+        if not owner:
+            return await asyncio.wrap_future(flight)
+        result, error = None, None
+        try:
+            for attempt in range(self.max_retries + 1):
+                try:
+                    self.requests += 1
+                    response = await client.chat.completions.create(**kwargs)
+                    result = self._completion(response, messages)
                     self.reached = True
-                await asyncio.sleep(self._retry_delay(template, attempt, exc))
-        raise AssertionError("unreachable")  # pragma: no cover
+                    return result
+                except Exception as exc:  # noqa: BLE001 - classified by _retry_delay; never leaks raw
+                    if not _refused(exc):
+                        self.reached = True
+                    await asyncio.sleep(self._retry_delay(template, attempt, exc))
+            raise AssertionError("unreachable")  # pragma: no cover
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            _land(key, flight, result, error)

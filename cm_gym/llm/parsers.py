@@ -8,7 +8,8 @@ Edit grammar (GENERATE_LOCAL_ALTERNATIVES), one block per candidate::
     WITH:
     <the new fragment>
 
-A parse failure never raises: it is logged with the raw text and falls back (invalid edits are
+Reasoning sections (``<think>…</think>``) are set aside before parsing. A parse failure never
+raises: it is logged with the raw text and falls back (invalid edits are
 skipped, a judge reply without a valid choice picks candidate 1, a missing condition is empty).
 Every parser is linear in the reply's length (no regex that can backtrack over a run of the same
 character; `tests/llm/test_fuzz.py` fuzzes them), so a hostile or broken reply costs no more than a
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import logging
 import re
+
+from cm_gym.domains.reply import visible_text
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +75,9 @@ def apply_edit(action: str, fragment: str, replacement: str) -> str | None:
 def parse_alternatives(text: str, action: str) -> list[str]:
     """The full edited actions described by a reply in the edit grammar, in reply order, without
     duplicates. Invalid candidates (no REPLACE/WITH, fragment absent or not unique, whole-action
-    replacement, no change) are skipped and logged with the raw text."""
+    replacement, no change) are skipped and logged with the raw text. Reasoning sections
+    (``<think>``) are set aside first."""
+    text = visible_text(text)
     headers = list(_EDIT_HEADER.finditer(text))
     if len(headers) > MAX_EDIT_BLOCKS:
         logger.warning(
@@ -183,6 +188,7 @@ def _section(text: str, label: str, until: str) -> str | None:
 def parse_distil(text: str) -> tuple[str, str]:
     """``(situation, condition_text)`` from a DISTIL_RECORD reply. "none" maps to "" (always
     applicable). A missing SITUATION or CONDITION line is logged and read as ""."""
+    text = visible_text(text)
     situation_t = _section(text, "SITUATION", "CONDITION")
     condition_t = _section(text, "CONDITION", "SITUATION")
     if situation_t is None or condition_t is None:
@@ -195,6 +201,7 @@ def parse_distil(text: str) -> tuple[str, str]:
 def parse_judge(text: str, n: int) -> int:
     """The 1-based candidate from ``CHOICE: <n>``; on a missing or out-of-range choice, log the raw
     reply and fall back to candidate 1 (paper Table 7)."""
+    text = visible_text(text)
     m = re.search(r"CHOICE:\s*(?:\[\s*)?(\d{1,9})", text, flags=re.I)
     if m is not None and 1 <= int(m.group(1)) <= n:
         return int(m.group(1))

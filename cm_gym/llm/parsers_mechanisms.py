@@ -1,10 +1,11 @@
 """Parsers of the memory-mechanism templates' replies, with their documented fallbacks, and the
 BEFORE/AFTER worked examples guidance may carry.
 
-Like `llm/parsers.py`, a parse never raises: a malformed reply is logged with its raw text and
-falls back (an insight or reflection becomes the whole reply, an importance rating becomes 5, a
-skill or strategy keeps whatever fields were found and fills the others from the reply's first
-line, a MemGPT search without ``SEARCH:`` searches for the task question).
+Like `llm/parsers.py`, a parse never raises: reasoning sections (``<think>``) are set aside,
+labels may carry Markdown (``**TITLE:**``, ``## TITLE:``), and a malformed reply is logged with
+its raw text and falls back (an insight or reflection becomes the whole reply, an importance
+rating becomes 5, a skill or strategy keeps whatever fields were found and fills the others from
+the reply's first line, a MemGPT search without ``SEARCH:`` searches for the task question).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+
+from cm_gym.domains.reply import visible_text
 
 logger = logging.getLogger(__name__)
 
@@ -26,13 +29,45 @@ def example_block(before: str, after: str) -> str:
     return f"BEFORE:\n```\n{before}\n```\nAFTER:\n```\n{after}\n```"
 
 
+def _label_at(line: str, names: tuple[str, ...]) -> tuple[str, str] | None:
+    """``(NAME, rest of the line)`` when `line` starts a labelled field: ``NAME:`` in any case,
+    Markdown decorations allowed around the label (``**NAME:**``, ``## NAME:``, ``- NAME:``)."""
+    s = line.lstrip(" \t#>-*_")
+    upper = s[:40].upper()
+    for name in names:
+        if upper.startswith(name):
+            rest = s[len(name) :].lstrip(" \t*_")
+            if rest.startswith(":"):
+                return name, rest[1:].lstrip("*_ \t")
+    return None
+
+
+def _fields(text: str, names: tuple[str, ...]) -> dict[str, str]:
+    """The first value of each labelled field of a reply (reasoning sections set aside): the text
+    after ``NAME:`` up to the next line labelled with *another* name (newlines kept, so worked
+    examples inside survive). One pass over the lines."""
+    out: dict[str, str] = {}
+    current: str | None = None
+    lines: list[str] = []
+    for line in visible_text(text).split("\n"):
+        label = _label_at(line, names)
+        if label is None or label[0] == current:  # the same label again is part of the value
+            if current is not None:
+                lines.append(line)
+            continue
+        if current is not None:
+            out[current] = "\n".join(lines).strip()
+        # a field given twice keeps its first value; the lines of the second are skipped
+        current, lines = (None, []) if label[0] in out else (label[0], [label[1]])
+    if current is not None:
+        out[current] = "\n".join(lines).strip()
+    return out
+
+
 def _field(text: str, name: str, names: tuple[str, ...]) -> str | None:
-    """The text after ``NAME:`` up to the next line starting with another of `names` (newlines
-    kept, so worked examples inside survive), or None."""
-    others = "|".join(n for n in names if n != name)
-    stop = rf"^\s*(?:{others})\s*:|\Z" if others else r"\Z"
-    m = re.search(rf"^\s*{name}\s*:[ \t]*(.*?)\s*(?={stop})", text, flags=re.S | re.M | re.I)
-    return m.group(1).strip() if m and m.group(1).strip() else None
+    """The text after ``NAME:`` up to the next line starting with another of `names`, or None."""
+    value = _fields(text, names).get(name)
+    return value or None
 
 
 def _first_line(text: str) -> str:
@@ -40,11 +75,12 @@ def _first_line(text: str) -> str:
 
 
 def parse_labelled(text: str, label: str, template: str) -> str:
-    """The text after ``LABEL:`` (to the end of the reply); falls back to the whole reply."""
+    """The text after ``LABEL:`` (to the end of the reply); falls back to the whole reply
+    without its reasoning sections."""
     value = _field(text, label, (label,))
     if value:
         return value
-    whole = text.strip()
+    whole = visible_text(text)
     logger.warning(
         "%s reply has no %s: line; using the whole reply. Raw reply: %r", template, label, text[:300]
     )
@@ -53,7 +89,8 @@ def parse_labelled(text: str, label: str, template: str) -> str:
 
 def parse_importance(text: str) -> int:
     """``IMPORTANCE: n`` clipped to 1..10; the first integer of the reply; else 5 (logged)."""
-    m = re.search(r"IMPORTANCE\s*:\s*(\d+)", text, flags=re.I) or re.search(r"\b(\d+)\b", text)
+    text = visible_text(text)
+    m = re.search(r"IMPORTANCE\W{0,8}:\W{0,8}(\d+)", text, flags=re.I) or re.search(r"\b(\d+)\b", text)
     if m is None:
         logger.warning("GENERATIVE_AGENTS_IMPORTANCE reply has no number; using 5. Raw reply: %r", text[:200])
         return 5
@@ -117,7 +154,7 @@ def parse_strategy(text: str) -> Strategy:
 def parse_search(text: str, default_query: str) -> str | None:
     """The MemGPT archival search query; ``none`` means keep the context (None). A reply without
     ``SEARCH:`` searches for `default_query` (logged)."""
-    m = re.search(r"SEARCH\s*:\s*(.*)", text, flags=re.I)
+    m = re.search(r"SEARCH\W{0,8}:[*_ \t]*(.*)", visible_text(text), flags=re.I)
     if m is None:
         logger.warning("MEMGPT_SEARCH reply has no SEARCH: line; searching the question. Raw: %r", text[:200])
         return default_query

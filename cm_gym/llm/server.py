@@ -14,7 +14,9 @@ on reading a request and on idle connections, a cap on open connections, and an 
 time: `cm_gym.llm.apikey`). Bad requests get OpenAI-style error bodies: 400 (malformed JSON,
 not a cm_gym prompt), 401 (API key), 404, 405, 411, 413, 422 (the backend refused: e.g. a task it
 cannot resolve), 431, 500, 503. `latency_s` adds an artificial delay to every completion — the
-latency of a real model, for benchmarks; it holds no worker.
+latency of a real model, for benchmarks; it holds no worker. A backend with ``complete_chat``
+(a real model, `cm_gym.llm.local_model`) answers any chat messages with the request's
+``max_tokens`` instead, and a reply cut there has ``finish_reason`` "length".
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ DEFAULT_MAX_CONNECTIONS = 1024
 
 class LLMServer:
     """The HTTP server (see the module docstring). `request_count` counts chat-completion requests
-    (for replay checks). Run it with `serve_forever()` (blocking) or `serve_in_thread`; stop it
-    with ``shutdown(); server_close()``."""
+    (for replay checks); `request_log` keeps ``(arrival time, sha256 of the body)`` of each, so a
+    test can show that no request was sent twice. Run it with `serve_forever()` (blocking) or
+    `serve_in_thread`; stop it with ``shutdown(); server_close()``."""
 
     def __init__(
         self,
@@ -77,6 +80,7 @@ class LLMServer:
         self.idle_timeout_s, self.read_timeout_s = idle_timeout_s, read_timeout_s
         self.max_body_bytes, self.max_connections = max_body_bytes, max_connections
         self.request_count = 0
+        self.request_log: list[tuple[float, str]] = []
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="cm-gym-llm-worker")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -202,6 +206,7 @@ class LLMServer:
         if head.method != "POST":
             raise HTTPError(HTTPStatus.METHOD_NOT_ALLOWED, f"{head.method} not allowed on {path}")
         self.request_count += 1
+        self.request_log.append((time.time(), hashlib.sha256(body).hexdigest()))
         return HTTPStatus.OK, await self._chat(body)
 
     async def _chat(self, raw: bytes) -> dict[str, Any]:
@@ -213,23 +218,29 @@ class LLMServer:
             raise HTTPError(HTTPStatus.BAD_REQUEST, "request must be a JSON object with a 'messages' list")
         if request.get("stream"):
             raise HTTPError(HTTPStatus.BAD_REQUEST, "streaming is not supported by this server")
-        try:
-            template, fields = parse_rendered(request["messages"])
-        except PromptError as exc:
-            raise HTTPError(HTTPStatus.BAD_REQUEST, f"messages are not a cm_gym prompt: {exc}") from None
         loop = asyncio.get_running_loop()
+        chat = getattr(self.llm, "complete_chat", None)
+        if callable(chat):  # a real model (cm_gym.llm.local_model) answers any chat, max_tokens too
+            call: tuple[Any, ...] = (chat, _chat_messages(request["messages"]), request)
+        else:
+            try:
+                call = (self.llm.complete, *parse_rendered(request["messages"]))
+            except PromptError as exc:
+                raise HTTPError(HTTPStatus.BAD_REQUEST, f"messages are not a cm_gym prompt: {exc}") from None
         try:
-            completion = await loop.run_in_executor(self._pool, self.llm.complete, template, fields)
+            completion = await loop.run_in_executor(self._pool, *call)
         except CmGymError as exc:
             raise HTTPError(HTTPStatus.UNPROCESSABLE_ENTITY, str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - answer 500, keep serving
-            logger.exception("backend failed on %s", template)
+            logger.exception("backend failed on a chat request")
             raise HTTPError(
                 HTTPStatus.INTERNAL_SERVER_ERROR, f"backend error: {exc}", "server_error"
             ) from None
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         model = request.get("model")
+        limit = request.get("max_completion_tokens", request.get("max_tokens"))
+        cut = isinstance(limit, int) and completion.completion_tokens >= limit
         return {
             "id": f"chatcmpl-{hashlib.sha256(raw).hexdigest()[:24]}",
             "object": "chat.completion",
@@ -239,7 +250,7 @@ class LLMServer:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": completion.text},
-                    "finish_reason": "stop",
+                    "finish_reason": "length" if cut else "stop",
                     "logprobs": None,
                 }
             ],
@@ -249,6 +260,24 @@ class LLMServer:
                 "total_tokens": completion.total_tokens,
             },
         }
+
+
+def _chat_messages(messages: list[Any]) -> list[dict[str, str]]:
+    """Chat messages as ``{"role", "content"}`` strings (a 400 for anything else)."""
+    out: list[dict[str, str]] = []
+    for m in messages:
+        if (
+            not isinstance(m, dict)
+            or not isinstance(m.get("role"), str)
+            or not isinstance(m.get("content"), str)
+        ):
+            raise HTTPError(
+                HTTPStatus.BAD_REQUEST, "each message must be an object with string role and content"
+            )
+        out.append({"role": m["role"], "content": m["content"]})
+    if not out:
+        raise HTTPError(HTTPStatus.BAD_REQUEST, "messages must not be empty")
+    return out
 
 
 async def _close(writer: asyncio.StreamWriter) -> None:

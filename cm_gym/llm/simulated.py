@@ -91,8 +91,15 @@ def stable_rng(*parts: Any) -> np.random.Generator:
 
 
 def fenced(action: str) -> str:
-    """An action in a fenced code block, the form `Domain.parse_action` extracts."""
-    return f"```\n{action}\n```"
+    """An action in a fenced code block, the form `Domain.parse_action` extracts. The fence is
+    longer than any backtick run inside the action (CommonMark's rule), so an action that itself
+    holds a fenced block (a comment quoting Markdown) comes back whole."""
+    longest, run = 0, 0
+    for ch in action:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1) if longest >= 3 else "```"
+    return f"{fence}\n{action}\n{fence}"
 
 
 def _int(text: str, default: int) -> int:

@@ -78,7 +78,8 @@ def run_task(
         )
         if not outcome.solved:
             new_state = agent.reflect(new_state, cost)
-        decision = Decision(new_state, draft, action, outcome, record_id, cost)
+        changed = record_id is not None and ctx.domain.action_changed(draft, action)
+        decision = Decision(new_state, draft, action, outcome, record_id, cost, changed)
         draft_outcome = None
         if score_drafts and decision.changed_by_memory:  # bookkeeping on a fork, never charged
             draft_outcome = ctx.evaluator.check(state.fork(), Action(draft))

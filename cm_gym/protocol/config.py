@@ -59,7 +59,13 @@ class ProtocolConfig:
     llm_seed: int = 0
     llm_cache: Path | None = None  # None: the default file under $CM_GYM_CACHE (real LLMs only)
     llm_cache_mode: str = "rw"  # rw | ro (replay only: a miss is an error) | off
-    concurrency: int = 8  # LLM calls in flight at most where calls are independent (real LLMs)
+    #: LLM calls in flight at most where calls are independent (real LLMs); None: from
+    #: CM_GYM_LLM_CONCURRENCY, else 8 (resolved when the configuration is made)
+    concurrency: int | None = None
+    #: client limits of a real endpoint (`cm_gym.llm.limits`); None: CM_GYM_LLM_*, else defaults
+    llm_timeout: float | None = None
+    llm_max_tokens: int | None = None
+    llm_retries: int | None = None
     revision_rates: Path | None = None  # the simulator's revision rates (`cm-gym calibrate`)
     split_seed: int = 12345
     max_decisions: int = 3
@@ -87,6 +93,11 @@ class ProtocolConfig:
     algo: str = "masked-dqn"
     env_runners: int = 1  # RLlib env-runner processes collecting decisions
     ray_address: str | None = None  # RLlib on an existing Ray cluster (None: a local instance)
+
+    def __post_init__(self) -> None:
+        from cm_gym.llm.limits import limit
+
+        self.concurrency = int(limit("concurrency", self.concurrency))
 
     def validate(self) -> None:
         """Refuse unusable values with one `ProtocolError` line before any work starts."""
@@ -128,10 +139,27 @@ class ProtocolConfig:
             raise ProtocolError(f"validation_fraction must be in (0, 1], got {self.validation_fraction}")
         if self.revision_rates is not None and not self.llm.startswith("simulated"):
             raise ProtocolError(f"--revision-rates configures the simulated LLM, not {self.llm!r}")
+        from cm_gym.llm.errors import LLMError
+        from cm_gym.llm.limits import check_limit
+
+        for name, value in self.client_limits().items():
+            try:
+                check_limit(name, value)
+            except LLMError as exc:
+                raise ProtocolError(str(exc)) from None
+
+    def client_limits(self) -> dict[str, Any]:
+        """The client limits given for a real endpoint (`make_llm` keywords; unset ones omitted)."""
+        given = {"timeout": self.llm_timeout, "max_tokens": self.llm_max_tokens, "retries": self.llm_retries}
+        return {k: v for k, v in given.items() if v is not None}
 
     def llm_kwargs(self) -> dict[str, Any]:
-        """Extra `make_llm` arguments: the simulator's revision-rates file, when one is given."""
-        return {"revision_rates": str(self.revision_rates)} if self.revision_rates is not None else {}
+        """Extra `make_llm` arguments: the simulator's revision-rates file, when one is given, and
+        the client limits that were set."""
+        extra: dict[str, Any] = self.client_limits()
+        if self.revision_rates is not None:
+            extra["revision_rates"] = str(self.revision_rates)
+        return extra
 
     def env_config(self) -> dict[str, Any]:
         """Keyword arguments shared by every env of this run."""

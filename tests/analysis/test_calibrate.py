@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cm_gym.analysis.calibrate import PAPER_TARGETS, Row, Target, compare, fit, linear_rate
-from cm_gym.analysis.calibrate_cache import CalibrationError, fit_from_cache
+from cm_gym.analysis.calibrate_cache import CalibrationError, cache_table, fit_from_cache
 from cm_gym.analysis.calibrate_run import CalibrateConfig
 from cm_gym.domains.base import RevisionRates
 from cm_gym.llm.cache import CachedLLM, ResponseCache
@@ -110,20 +110,7 @@ def test_fit_from_a_cached_run_recovers_the_simulators_rates(tmp_path: Path) -> 
     the rates back from the cache alone."""
     truth = RevisionRates(apply=0.9, match_disturb=0.0, unrelated_disturb=0.5)
     rates_path = save_revision_rates(tmp_path / "truth.json", {"toycmp": truth})
-    cache_path = tmp_path / "cache.sqlite"
-    llm = CachedLLM(SimulatedLLM(revision_rates=rates_path), ResponseCache(cache_path))
-    store = build_toy_store(tmp_path / "toy.sqlite")
-    tasks = toy_tasks(160)
-    env = make_toy(str(store), llm=llm, tasks=tasks, use_conditions=False)
-    rng = np.random.default_rng(0)
-    for task in tasks:
-        _, info = env.reset(options={"task_id": task.task_id})
-        done = False
-        while not done:
-            action = int(rng.choice(np.flatnonzero(info["action_mask"])))
-            _, _, terminated, truncated, info = env.step(action)
-            done = terminated or truncated
-    llm.cache.close()
+    cache_path = _toy_cache(tmp_path, 160, SimulatedLLM(revision_rates=rates_path), seed=0)
     cfg = CalibrateConfig(benchmark=TOY_BENCHMARK, llm_cache=cache_path, out=tmp_path / "fitted.json")
     result = fit_from_cache(cfg)
     assert result["entries"] >= 40 and result["counts"]["match"] and result["counts"]["unrelated"]
@@ -140,3 +127,53 @@ def test_a_cache_without_revisions_is_refused(tmp_path: Path) -> None:
         fit_from_cache(
             CalibrateConfig(benchmark=TOY_BENCHMARK, llm_cache=cache_path, out=tmp_path / "r.json")
         )
+
+
+def _toy_cache(tmp_path: Path, n_tasks: int, simulator: SimulatedLLM | None = None, seed: int = 1) -> Path:
+    """A response cache filled by playing the toy env (random valid actions) on `n_tasks` tasks."""
+    cache_path = tmp_path / f"cache{n_tasks}.sqlite"
+    llm = CachedLLM(simulator or SimulatedLLM(), ResponseCache(cache_path))
+    store = build_toy_store(tmp_path / f"toy{n_tasks}.sqlite")
+    tasks = toy_tasks(n_tasks)
+    env = make_toy(str(store), llm=llm, tasks=tasks, use_conditions=False)
+    rng = np.random.default_rng(seed)
+    for task in tasks:
+        _, info = env.reset(options={"task_id": task.task_id})
+        done = False
+        while not done:
+            action = int(rng.choice(np.flatnonzero(info["action_mask"])))
+            _, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+    llm.cache.close()
+    return cache_path
+
+
+def test_thin_evidence_is_refused_and_named(tmp_path: Path) -> None:
+    """Below --min-count a rate keeps its default and is named with its count; when no rate has
+    enough entries nothing is written; every rate is reported with k / n and a 95% interval."""
+    cache_path = _toy_cache(tmp_path, 24)
+    out = tmp_path / "rates.json"
+    with pytest.raises(CalibrationError, match=r"too few to fit any rate .*apply \(n=\d+\)"):
+        fit_from_cache(
+            CalibrateConfig(benchmark=TOY_BENCHMARK, llm_cache=cache_path, out=out, min_count=10_000)
+        )
+    assert not out.exists()
+    result = fit_from_cache(
+        CalibrateConfig(benchmark=TOY_BENCHMARK, llm_cache=cache_path, out=out, min_count=1)
+    )
+    evidence = result["evidence"]
+    n_match = sum(result["counts"]["match"].values())
+    assert evidence["apply"]["n"] == n_match > 0
+    low, high = evidence["apply"]["ci95"]
+    assert 0.0 <= low <= evidence["apply"]["share"] <= high <= 1.0 and high - low > 0.0
+    assert "apply" not in result["kept_defaults"] and "overapply" in result["kept_defaults"]
+    # a threshold between the bins' counts keeps the thinner bin's rate at its default, named
+    n_unrelated = sum(result["counts"]["unrelated"].values())
+    assert 0 < n_unrelated < n_match  # the seeded toy run: fewer unrelated than matching records
+    mid = fit_from_cache(
+        CalibrateConfig(benchmark=TOY_BENCHMARK, llm_cache=cache_path, out=out, min_count=n_unrelated + 1)
+    )
+    assert "unrelated_disturb" in mid["kept_defaults"] and "apply" not in mid["kept_defaults"]
+    assert mid["fitted_rates"]["unrelated_disturb"] == pytest.approx(RevisionRates().unrelated_disturb)
+    table = cache_table(mid)
+    assert f"unrelated_disturb (n={n_unrelated})" in table and "95% CI" in table

@@ -128,3 +128,18 @@ def test_format_parse_roundtrip_property() -> None:
             written += 1
             assert parse_alternatives(reply, action) == [edited], (action, edited, reply)
     assert written > 300
+
+
+def test_labelled_fields_of_real_replies() -> None:
+    """Reasoning sections set aside, Markdown around labels, a repeated field keeps its first value."""
+    from cm_gym.llm.parsers_mechanisms import parse_importance, parse_search, parse_skill, parse_strategy
+
+    reply = (
+        "<think>NAME: wrong</think>\n**NAME:** bound-check\n**DESCRIPTION:** when x\n## STEPS:\n1. a\n2. b"
+    )
+    assert parse_skill(reply) == parse_skill("NAME: bound-check\nDESCRIPTION: when x\nSTEPS: 1. a\n2. b")
+    strategy = parse_strategy("TITLE: a\nDESCRIPTION: b\nTITLE: c\nCONTENT: d\ne")
+    assert (strategy.title, strategy.description, strategy.content) == ("a", "b", "d\ne")
+    assert parse_importance("<think>maybe 9</think>**IMPORTANCE:** 3") == 3
+    assert parse_search("- **SEARCH:** join keys", "q") == "join keys"
+    assert parse_judge("<think>CHOICE: 4</think>CHOICE: 2", 4) == 2

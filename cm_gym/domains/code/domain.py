@@ -6,9 +6,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
+from cm_gym.domains.code import reply
 from cm_gym.domains.code.errormodel import code_edit_operators, code_error_model, transfer_contrast
 from cm_gym.domains.code.evaluator import CodeEvaluator
 from cm_gym.domains.code.records import PREDICATES, contrast_key, distil_fix
+from cm_gym.domains.reply import ReplyFormat
 from cm_gym.types import Task
 
 
@@ -21,6 +23,9 @@ class CodeDomain(Domain):
     action_format: ClassVar[str] = (
         "Return the whole corrected program in one ```python fenced code block "
         "(a unified diff against the given program is also accepted)."
+    )
+    reply_format: ClassVar[ReplyFormat] = ReplyFormat(
+        ("python", "py", "python3", "diff", "patch"), reply.find_action, "Python program"
     )
 
     def make_evaluator(self, **kwargs: Any) -> CodeEvaluator:
@@ -52,3 +57,7 @@ class CodeDomain(Domain):
         if moved is not None and moved != draft:
             return moved
         return super().apply_contrast(task, draft, a_minus, a_plus)
+
+    def canonical_action(self, text: str) -> str:
+        """The program's AST (comments and formatting never count)."""
+        return reply.canonical(text)

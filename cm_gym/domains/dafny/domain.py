@@ -7,10 +7,12 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
+from cm_gym.domains.dafny import reply
 from cm_gym.domains.dafny.annotations import KEYWORDS
 from cm_gym.domains.dafny.edits import dafny_edit_operators, dafny_error_model, transfer_annotations
 from cm_gym.domains.dafny.evaluator import DafnyEvaluator
 from cm_gym.domains.dafny.records import PREDICATES, contrast_key, distil_annotation
+from cm_gym.domains.reply import ReplyFormat
 from cm_gym.types import Task
 
 _UNIT = re.compile(rf"^\s*({'|'.join(KEYWORDS)})\b")
@@ -26,6 +28,7 @@ class DafnyDomain(Domain):
         "Return the whole program in one ```dafny fenced code block, with each added invariant, "
         "assert or decreases clause on its own line; change nothing else."
     )
+    reply_format: ClassVar[ReplyFormat] = ReplyFormat(("dafny", "dfy"), reply.find_program, "Dafny program")
 
     def make_evaluator(self, **kwargs: Any) -> DafnyEvaluator:
         """A `DafnyEvaluator` (kwargs: time_limit, limits, sandbox, verifier). Raises
@@ -60,3 +63,7 @@ class DafnyDomain(Domain):
     def apply_contrast(self, task: Task, draft: str, a_minus: str, a_plus: str) -> str | None:
         """The record's annotation change moved onto `draft` (same loop-guard shape), or None."""
         return transfer_annotations(str(task.meta.get("program", "")), draft, a_minus, a_plus)
+
+    def canonical_action(self, text: str) -> str:
+        """Dafny's token stream (comments and layout never count)."""
+        return reply.canonical(text)

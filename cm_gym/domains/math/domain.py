@@ -7,12 +7,14 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
+from cm_gym.domains.math import reply
 from cm_gym.domains.math.edits import math_edit_operators
 from cm_gym.domains.math.errormodel import math_error_model
 from cm_gym.domains.math.lines import split_lines
 from cm_gym.domains.math.proofs import read_table
 from cm_gym.domains.math.records import PREDICATES, contrast_key, distil_script, transfer
 from cm_gym.domains.math.script import extract_proof
+from cm_gym.domains.reply import ReplyFormat
 from cm_gym.types import Evaluator, Task
 
 
@@ -26,6 +28,9 @@ class MathDomain(Domain):
     action_format: ClassVar[str] = (
         "Return only the proof script in one ```coq fenced code block: optional `Require Import` lines "
         "of standard-library modules, then one tactic sentence per line; no Proof./Qed., no admit."
+    )
+    reply_format: ClassVar[ReplyFormat] = ReplyFormat(
+        ("coq", "rocq", "gallina", "v", "ocaml"), reply.find_script, "Coq proof script"
     )
 
     def make_evaluator(self, **kwargs: Any) -> Evaluator:
@@ -59,5 +64,10 @@ class MathDomain(Domain):
         return transfer(draft, a_minus, a_plus)
 
     def parse_action(self, text: str) -> str:
-        """The fenced block (or the reply), with a restated theorem reduced to its proof script."""
+        """The script of the reply (`reply_format`: a ```coq block, any block, a Proof. block or
+        script lines in the prose), with a restated theorem reduced to its proof script."""
         return extract_proof(super().parse_action(text))
+
+    def canonical_action(self, text: str) -> str:
+        """The comment-free sentences (layout and comments never count)."""
+        return reply.canonical(text)

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
-from cm_gym.domains.sat import conditions, edits, errormodel
+from cm_gym.domains.reply import ReplyFormat
+from cm_gym.domains.sat import conditions, edits, errormodel, reply
 from cm_gym.domains.sat.evaluator import SatEvaluator
 from cm_gym.types import Task
 
@@ -23,6 +24,7 @@ class SatDomain(Domain):
         "the encoding language shown in the environment; for a solver task, 'key: value' lines "
         "(solver, phase, preprocess, budget)."
     )
+    reply_format = ReplyFormat(("sat", "cnf"), reply.find_action, "SAT encoding or configuration")
 
     def make_evaluator(self, **kwargs: Any) -> SatEvaluator:
         """The SAT world model; kwargs: `conflict_budget`, `encoding_solver`."""
@@ -62,3 +64,8 @@ class SatDomain(Domain):
         """Apply the same kind of edit to `draft` (exact line, or same head and array; a
         configuration key when the draft has a⁻'s value); never reads the reference."""
         return edits.apply_contrast_text(task.meta, draft, a_minus, a_plus)
+
+    def canonical_action(self, text: str) -> str:
+        """The set of constraint lines (order, layout and comments never count), or the sorted
+        configuration."""
+        return reply.canonical(text)

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
-from cm_gym.domains.smt import conditions, edits, errormodel
+from cm_gym.domains.reply import ReplyFormat
+from cm_gym.domains.smt import conditions, edits, errormodel, reply
 from cm_gym.domains.smt.evaluator import SmtEvaluator
 from cm_gym.types import Task
 
@@ -21,6 +22,11 @@ class SmtDomain(Domain):
     action_format = (
         "Return only the action in one fenced code block: for an encoding task, an SMT-LIB v2 script "
         "with one command per line; for a solver task, 'key: value' lines (logic, tactic, rlimit)."
+    )
+    reply_format = ReplyFormat(
+        ("smt2", "smt", "smtlib", "smt-lib", "z3", "lisp", "scheme"),
+        reply.find_action,
+        "SMT-LIB script or configuration",
     )
 
     def make_evaluator(self, **kwargs: Any) -> SmtEvaluator:
@@ -60,3 +66,8 @@ class SmtDomain(Domain):
     def apply_contrast(self, task: Task, draft: str, a_minus: str, a_plus: str) -> str | None:
         """Apply the same kind of edit to `draft`; never reads the reference."""
         return edits.apply_contrast_text(draft, a_minus, a_plus)
+
+    def canonical_action(self, text: str) -> str:
+        """The multiset of normalised commands (order, layout and comments never count), or the
+        sorted configuration."""
+        return reply.canonical(text)

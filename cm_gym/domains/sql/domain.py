@@ -10,8 +10,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
+from cm_gym.domains.reply import ReplyFormat
 from cm_gym.domains.sql.conditions import PREDICATES
 from cm_gym.domains.sql.evaluator import SQLEvaluator
+from cm_gym.domains.sql.reply import find_query
 from cm_gym.types import Task
 
 
@@ -23,6 +25,7 @@ class SQLDomain(Domain):
     action_format = (
         "Return only the SQL query (one SELECT statement for SQLite), in one ```sql fenced code block."
     )
+    reply_format = ReplyFormat(("sql", "sqlite", "sqlite3", "postgresql", "mysql"), find_query, "SQL query")
 
     def make_evaluator(self, **kwargs: Any) -> SQLEvaluator:
         """`SQLEvaluator(budget_s=2.0, row_cap=10000, partial_credit=False, digits=10)`."""
@@ -90,5 +93,6 @@ class SQLDomain(Domain):
         return sqlast.try_normalize(" ".join(text.split()))
 
     def parse_action(self, text: str) -> str:
-        """The SQL in the reply's fenced block (or after ACTION:), without trailing semicolons."""
+        """The SQL of the reply (`reply_format`: a ```sql block, any block, or a SELECT / WITH
+        statement in the prose), without trailing semicolons."""
         return super().parse_action(text).strip().rstrip(";").strip()
