@@ -298,6 +298,11 @@ def inspect_cache_file(path: Path) -> bool:
             tables, meta = _read_meta(f"{_uri(path)}?mode=ro")
         except sqlite3.Error:
             return True
+    if not tables:
+        # An SQLite database without a single table holds nothing to lose: another process has
+        # just created it and not yet committed the cache's tables (it does so in one
+        # transaction). The writable open creates them, or finds them, under its write lock.
+        return True
     if not {"meta", "responses"} <= tables or meta.get("schema") != SCHEMA_NAME:
         raise CacheCorruptError(
             f"{path} is an SQLite file but not a cm_gym response cache (a memory store?); it was not changed"

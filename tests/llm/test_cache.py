@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -228,3 +229,20 @@ def test_ro_falls_back_to_immutable_when_wal_cannot_be_opened(
     assert cache.get("k") == {"text": "t", "prompt_tokens": 1, "completion_tokens": 2}
     assert uris[0].endswith("mode=ro&immutable=1")  # the write-free look at what the file is
     assert len(uris) == 3 and uris[1].endswith("mode=ro") and uris[2].endswith("mode=ro&immutable=1")
+
+
+def test_a_database_whose_creator_has_not_committed_its_tables_is_opened(tmp_path: Path) -> None:
+    """Ray workers open one cache together: the first has set WAL mode but holds its write lock
+    before the tables exist. The others must wait for it, not call the file foreign."""
+    path = tmp_path / "llm.sqlite"
+    creator = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    creator.execute("PRAGMA journal_mode = WAL")
+    creator.execute("BEGIN IMMEDIATE")  # the cache's tables are about to be created
+    creator.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    threading.Timer(0.3, lambda: creator.execute("ROLLBACK")).start()
+    cache = ResponseCache(path, "rw")  # waits on the lock, then creates the tables itself
+    cache.close()
+    with sqlite3.connect(path) as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert names == {"meta", "responses"}
+    creator.close()
