@@ -25,7 +25,7 @@ class SQLDomain(Domain):
     )
 
     def make_evaluator(self, **kwargs: Any) -> SQLEvaluator:
-        """`SQLEvaluator(budget_s=2.0, row_cap=10000, partial_credit=False, digits=10)`."""
+        """`SQLEvaluator(step_budget=100_000_000, row_cap=10000, partial_credit=False, digits=10)`."""
         return SQLEvaluator(**kwargs)
 
     def edit_operators(self, task: Task, action: str) -> list[Edit]:
