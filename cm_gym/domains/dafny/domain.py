@@ -28,7 +28,7 @@ class DafnyDomain(Domain):
     )
 
     def make_evaluator(self, **kwargs: Any) -> DafnyEvaluator:
-        """A `DafnyEvaluator` (kwargs: time_limit, limits, sandbox, verifier). Raises
+        """A `DafnyEvaluator` (kwargs: rlimit, time_limit, limits, sandbox, verifier). Raises
         `ToolNotFoundError` when `dafny` is not installed."""
         return DafnyEvaluator(**kwargs)
 
