@@ -137,10 +137,11 @@ class BaseAgent:
 
     # -- world model ------------------------------------------------------------------------
     def evaluate(self, state: AgentState, action: str, cost: Cost) -> Outcome:
-        """One world-model call on a fork of `state` (counted as an evaluator call)."""
+        """One world-model call on a fork of `state` (counted as an evaluator call; a failure unless
+        it solved, or its hang guard stopped it: status "infrastructure" is not the action's)."""
         outcome = self.evaluator.check(state.fork(), Action(action))
         cost.evaluator_calls += 1
-        if not outcome.solved:
+        if not outcome.solved and outcome.status != "infrastructure":
             cost.failures += 1
         return outcome
 
