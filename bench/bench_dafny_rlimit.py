@@ -5,8 +5,9 @@ once with ``/proverLog`` (every SMT-LIB command Boogie sends z3, one ``(reset)``
 per Boogie implementation), each session is replayed through the same z3 with ``-st``, and the
 file needs the largest session's ``rlimit-count`` (``/rlimit`` applies per session: `(reset)`
 starts the count again). The replay counts a little more than Boogie's own run (the answer is
-also read), so the figure is an upper bound. Prints the distribution, the files that need the
-most, and writes one JSON line per file to ``--out``.
+also read), so the figure is an upper bound. The measuring run itself has ``/rlimit:`` `--cap`
+(default 100M: a file that needs more is "not verified" at the cap). Prints the distribution, the
+files that need the most, and writes one JSON line per file to ``--out`` (resumed when it exists).
 
     python bench/bench_dafny_rlimit.py --out /tmp/dafny_rlimit.jsonl        # every ground truth
     python bench/bench_dafny_rlimit.py --limit 20 --out /tmp/sample.jsonl   # a sample
@@ -42,21 +43,22 @@ def sessions_needed(log: str, z3: str) -> list[int]:
     return counts
 
 
-def measure(path: Path, dafny: str, z3: str) -> dict[str, object]:
+def measure(path: Path, dafny: str, z3: str, cap: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "task.dfy"
         work.write_text(path.read_text(encoding="utf-8", errors="replace"))
         log = Path(tmp) / "log.smt2"
         t0, c0 = time.perf_counter(), os.times()
         run = subprocess.run(
-            [dafny, "/compile:0", "/nologo", "/timeLimit:600", f"/proverLog:{log}", str(work)],
+            [dafny, "/compile:0", "/nologo", "/timeLimit:1200", f"/rlimit:{cap}", f"/proverLog:{log}", str(work)],
             capture_output=True,
             text=True,
             timeout=3600,
         )
         c1 = os.times()
         wall = time.perf_counter() - t0
-        verified = "0 errors" in run.stdout and "parse errors" not in run.stdout
+        out = run.stdout
+        verified = " 0 errors" in out and "time out" not in out and "out of resource" not in out and "parse errors" not in out
         counts = sessions_needed(log.read_text(errors="replace"), z3) if log.exists() else []
     return {
         "file": path.name,
@@ -75,6 +77,7 @@ def main() -> None:
     ap.add_argument("--out", default="dafny_rlimit.jsonl")
     ap.add_argument("--dafny", default="dafny")
     ap.add_argument("--z3", default="z3")
+    ap.add_argument("--cap", type=int, default=100_000_000, help="/rlimit of the measuring run (default 100M)")
     args = ap.parse_args()
     files = sorted((Path(args.data) / "dafny" / "ground_truth").glob("*.dfy"))
     if args.limit is not None:
@@ -89,7 +92,7 @@ def main() -> None:
         for i, path in enumerate(files, 1):
             if path.name in done:
                 continue
-            row = measure(path, args.dafny, args.z3)
+            row = measure(path, args.dafny, args.z3, args.cap)
             done[path.name] = row
             fh.write(json.dumps(row) + "\n")
             fh.flush()

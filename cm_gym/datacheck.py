@@ -31,6 +31,9 @@ from cm_gym.domains.base import LoadReport
 from cm_gym.registry import DataRootError, get_benchmark, get_domain
 from cm_gym.types import Action, AgentState, CmGymError, Outcome, Task
 
+#: budget units that count the same on every machine (CPU seconds count the same under any load
+#: on one machine, but not to the millisecond: `DataCheck.verdicts` leaves them out)
+EXACT_UNITS = frozenset({"sqlite-vm-steps", "sat-conflicts", "z3-rlimit", "boogie-rlimit"})
 COLUMNS = (
     "loaded", "dropped", "solved", "over budget", "hang guard", "unevaluable", "failed", "disagree", "s/check",
 )  # fmt: skip
@@ -79,6 +82,22 @@ class DataCheck:
         bad += self.count("over budget") + self.count("unevaluable") if strict else 0
         return not self.load_error and not self.load.refused and bad == 0
 
+    def verdicts(self) -> list[tuple[str, str, str, float | None]]:
+        """(task id, kind, status, budget used in an exact unit) of every checked reference: what
+        must not change with machine load (the load-independence test and benchmark)."""
+        return [
+            (c.task_id, c.kind, c.status, c.budget_used if c.budget_kind in EXACT_UNITS else None)
+            for c in self.checked
+        ]
+
+    def loaded(self) -> dict[str, list[tuple[str, str]]]:
+        """The loader's refusals, drops and unverified instances (`LoadReport`), by part."""
+        return {
+            "refused": list(self.load.refused),
+            "dropped": list(self.load.dropped),
+            "unverified": list(self.load.unverified),
+        }
+
     def budget(self) -> str:
         """One line: the budget unit and limit of the references' verdicts and the most used."""
         kinds = sorted({c.budget_kind for c in self.checked if c.budget_kind})
@@ -89,8 +108,8 @@ class DataCheck:
             mine = [c for c in self.checked if c.budget_kind == kind]
             limits = sorted({c.budget_limit for c in mine if c.budget_limit is not None})
             used = [c.budget_used for c in mine if c.budget_used is not None and c.kind == "solved"]
-            limit = "/".join(f"{v:,g}" for v in limits) or "?"
-            most = f"; solved references used at most {max(used):,g}" if used else ""
+            limit = "/".join(_number(v) for v in limits) or "?"
+            most = f"; solved references used at most {_number(max(used))}" if used else ""
             parts.append(f"{kind} (limit {limit}{most})")
         return "budget: " + ", ".join(parts)
 
@@ -157,6 +176,10 @@ class DataCheck:
                 if len(items) > shown:
                     lines.append(f"  ... and {len(items) - shown} more")
         return "\n".join(lines)
+
+
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
 
 def classify(task: Task, outcome: Outcome) -> tuple[str, str]:

@@ -229,15 +229,5 @@ def _lenient(data: bytes) -> str:
 _ENGINE = Engine()
 
 
-def run_query(
-    path: str,
-    sql: str,
-    immutable: bool,
-    hang_guard_s: float,
-    row_cap: int,
-    max_bytes: int,
-    progress_steps: int,
-    step_budget: int | None = None,
-) -> tuple[Rows | None, int, str, str, int]:
-    """`Engine.run` on this process's connections (called by name in the worker)."""
-    return _ENGINE.run(path, sql, immutable, hang_guard_s, row_cap, max_bytes, progress_steps, step_budget)
+#: `Engine.run` on this process's connections (called by name in the worker)
+run_query = _ENGINE.run

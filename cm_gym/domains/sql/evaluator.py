@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cm_gym.domains.sql._engine import MAX_QUERY_CHARS, Engine
@@ -234,7 +234,8 @@ class SQLEvaluator:
             return _fail(status, reason, budget)
         expected = ref.result
         if result.ncols == expected.ncols and result.rows == expected.rows and ref.solved is not None:
-            return ref.solved  # fast path: identical rows (the common case for a right answer)
+            # fast path: identical rows (the common case for a right answer), with this query's steps
+            return replace(ref.solved, details={**ref.solved.details, **budget})
         cmp = compare(result, expected, ordered=ref.ordered)
         return _outcome(result, expected, ref.ordered, cmp, self.partial_credit, budget)
 
