@@ -50,7 +50,15 @@ def measure(path: Path, dafny: str, z3: str, cap: int) -> dict[str, object]:
         log = Path(tmp) / "log.smt2"
         t0, c0 = time.perf_counter(), os.times()
         run = subprocess.run(
-            [dafny, "/compile:0", "/nologo", "/timeLimit:1200", f"/rlimit:{cap}", f"/proverLog:{log}", str(work)],
+            [
+                dafny,
+                "/compile:0",
+                "/nologo",
+                "/timeLimit:1200",
+                f"/rlimit:{cap}",
+                f"/proverLog:{log}",
+                str(work),
+            ],
             capture_output=True,
             text=True,
             timeout=3600,
@@ -58,7 +66,12 @@ def measure(path: Path, dafny: str, z3: str, cap: int) -> dict[str, object]:
         c1 = os.times()
         wall = time.perf_counter() - t0
         out = run.stdout
-        verified = " 0 errors" in out and "time out" not in out and "out of resource" not in out and "parse errors" not in out
+        verified = (
+            " 0 errors" in out
+            and "time out" not in out
+            and "out of resource" not in out
+            and "parse errors" not in out
+        )
         counts = sessions_needed(log.read_text(errors="replace"), z3) if log.exists() else []
     return {
         "file": path.name,
@@ -77,7 +90,9 @@ def main() -> None:
     ap.add_argument("--out", default="dafny_rlimit.jsonl")
     ap.add_argument("--dafny", default="dafny")
     ap.add_argument("--z3", default="z3")
-    ap.add_argument("--cap", type=int, default=100_000_000, help="/rlimit of the measuring run (default 100M)")
+    ap.add_argument(
+        "--cap", type=int, default=100_000_000, help="/rlimit of the measuring run (default 100M)"
+    )
     args = ap.parse_args()
     files = sorted((Path(args.data) / "dafny" / "ground_truth").glob("*.dfy"))
     if args.limit is not None:
