@@ -29,15 +29,17 @@ _RLIMIT_OPTION = re.compile(r"\(set-option :RLIMIT \d+\)\n", re.I)
 _COUNT = re.compile(r":rlimit-count\s+(\d+)")
 
 
-def sessions_needed(log: str, z3: str) -> list[int]:
-    """rlimit-count of each session of a Boogie prover log, replayed without a limit."""
+def sessions_needed(log: str, z3: str, cap: int) -> list[int]:
+    """rlimit-count of each session of a Boogie prover log, replayed with the same cap."""
     text = _RLIMIT_OPTION.sub("", log)
     counts = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, session in enumerate(s for s in text.split("(reset)\n") if "(check-sat)" in s):
             path = Path(tmp) / f"s{i}.smt2"
             path.write_text(session)
-            out = subprocess.run([z3, "-st", str(path)], capture_output=True, text=True, timeout=3600).stdout
+            out = subprocess.run(
+                [z3, "-st", f"rlimit={cap}", str(path)], capture_output=True, text=True, timeout=7200
+            ).stdout
             m = _COUNT.search(out)
             counts.append(int(m.group(1)) if m else -1)
     return counts
@@ -72,7 +74,7 @@ def measure(path: Path, dafny: str, z3: str, cap: int) -> dict[str, object]:
             and "out of resource" not in out
             and "parse errors" not in out
         )
-        counts = sessions_needed(log.read_text(errors="replace"), z3) if log.exists() else []
+        counts = sessions_needed(log.read_text(errors="replace"), z3, cap) if log.exists() else []
     return {
         "file": path.name,
         "verified": verified,

@@ -61,6 +61,7 @@ class EpisodeCounters:
     episode_return: float = 0.0
     record_ids: list[str] = field(default_factory=list)
     infrastructure: int = 0  # decisions whose check the hang guard stopped (the episode is not scored)
+    budget_kinds: list[str] = field(default_factory=list)  # the budget units its verdicts were charged in
 
     def update(self, info: Mapping[str, Any], reward: float = 0.0) -> None:
         """Add one decision's step info (see `MemorySelectionEnv` for the keys)."""
@@ -90,6 +91,9 @@ class EpisodeCounters:
                 self.uses_better_than_draft += int(float(info.get("score", 0.0)) > float(draft_score))
         self.invalid_actions += int(bool(info.get("invalid_action", False)))
         self.infrastructure += int(info.get("outcome_status") == "infrastructure")
+        kind = str(info.get("budget_kind") or "")
+        if kind and kind not in self.budget_kinds:
+            self.budget_kinds.append(kind)
         self.episode_return += float(reward)
 
     def as_dict(self) -> dict[str, Any]:
@@ -185,6 +189,7 @@ def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "selected_uses": uses,
         "invalid_actions": sum(int(e.get("invalid_actions", 0)) for e in episodes),
         "n_infrastructure": n_infrastructure,
+        "budget_kinds": sorted({k for e in episodes for k in e.get("budget_kinds", ())}),
     }
 
 

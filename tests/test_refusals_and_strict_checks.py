@@ -215,6 +215,7 @@ def test_metrics_leave_out_and_count_episodes_a_hang_guard_interrupted() -> None
     ]
     summary = summarize(runs)
     assert summary["n_tasks"] == 2 and summary["n_infrastructure"] == 1 and summary["solve_rate"] == 50.0
+    assert summary["budget_kinds"] == ["sqlite-vm-steps"]
     assert (
         paired(runs, [episode("a", True, ["ok"]), episode("b", True, ["ok"]), episode("c", True, ["ok"])])[
             "n_pairs"

@@ -114,6 +114,7 @@ def run_task(
                 "changed_by_memory": decision.changed_by_memory,
                 "draft_score": draft_score,
                 "outcome_status": outcome.status,
+                "budget_kind": str((outcome.details or {}).get("budget_kind", "")),
             },
             reward,
         )
