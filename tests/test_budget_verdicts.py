@@ -114,3 +114,22 @@ def test_a_code_check_the_machine_starved_is_retried_then_infrastructure(tmp_pat
     evaluator.close()
     assert outcome.status == INFRASTRUCTURE and outcome.details["attempts"] == 2 and not outcome.solved
     assert outcome.details["budget_kind"] == "cpu-seconds"
+
+
+def test_z3_strategies_with_wall_clock_limits_inside_are_not_used() -> None:
+    """z3's qflia / qfnia / qfnra strategies give up sub-strategies after so many milliseconds
+    (``try_for``): refused in actions, and ``default`` on their logics is the SMT core."""
+    from cm_gym.domains.smt.errors import SmtConfigRefused
+    from cm_gym.domains.smt.solver import parse_config, run, wall_clock_logic
+
+    for tactic in ("qflia", "qfnra", "(then simplify qfnia)"):
+        with pytest.raises(SmtConfigRefused, match="wall-clock"):
+            run(
+                "(declare-fun x () Int)(assert (> x 0))",
+                parse_config(f"logic: QF_LIA\ntactic: {tactic}\nrlimit: 1000"),
+            )
+    assert all(wall_clock_logic(name) for name in ("QF_NRA", "QF_NIA", "NRA", "QF_LIA", "auto"))
+    assert not any(wall_clock_logic(name) for name in ("QF_LRA", "QF_BV"))
+    body = "(declare-fun x () Real)(declare-fun y () Real)(assert (= (* x x y) 2.0))(assert (> y 1.0))"
+    a, b = (run(body, parse_config("logic: QF_NRA\ntactic: default\nrlimit: 5000000")) for _ in range(2))
+    assert a.verdict == b.verdict == "sat" and a.rlimit_used == b.rlimit_used

@@ -86,7 +86,7 @@ def smtlib_task(info: SmtFile, task_id: str, allowance: int, meta: dict[str, str
         f"quantifiers: {'yes' if info.quantified else 'no'}\n"
         f"non-linear terms: {'yes' if info.has_nonlinear else 'no'}\nrlimit allowance: {allowance}\n\n"
         "Configuration: 'key: value' lines. logic: auto or an SMT-LIB logic (z3 SolverFor); tactic: "
-        "default, a z3 tactic (smt, simplify, qflia, qflra, qfbv, bit-blast, sat, ...) or (then ...) / "
+        "default, a z3 tactic (smt, simplify, qflra, qfbv, nlsat, bit-blast, sat, ...) or (then ...) / "
         "(or-else ...) / (repeat ...); rlimit: z3 resource units, at most the allowance. "
         "Solved = the benchmark's status, with a sat model that satisfies every assertion."
     )
@@ -242,7 +242,9 @@ def load_smtlib_tasks(
             by_logic[item.info.logic].append(item)
     # probes count rlimit units; one stopped by the CPU backstop is cached with that bound in its
     # key, one stopped by the wall-clock hang guard is never cached (`calibration`)
-    cache = ProbeCache("smt-reference", f"z3 {z3.get_version_string()} rlimit cpu{CALIBRATION_CPU_S:g}s")
+    cache = ProbeCache(
+        "smt-reference", f"z3 {z3.get_version_string()} rlimit cpu{CALIBRATION_CPU_S:g}s core-default"
+    )
     stems = collections.Counter((item.root, item.path.stem) for item in parsed)
     tasks: list[Task] = []
     for logic in sorted(by_logic):
