@@ -204,7 +204,13 @@ def test_metrics_leave_out_and_count_episodes_a_hang_guard_interrupted() -> None
         counters = EpisodeCounters(task_id=task)
         for status in statuses:
             counters.update(
-                {"task_id": task, "solved": solved, "score": float(solved), "outcome_status": status}
+                {
+                    "task_id": task,
+                    "solved": solved,
+                    "score": float(solved),
+                    "outcome_status": status,
+                    "budget_kind": "sqlite-vm-steps",
+                }  # fmt: skip
             )
         return counters.as_dict()
 
