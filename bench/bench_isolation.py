@@ -319,7 +319,7 @@ def _dafny_verdicts(accepted: list[dict[str, Any]]) -> None:
     from cm_gym.domains.dafny.verifier import DafnyVerifier
 
     try:
-        verifier = DafnyVerifier(time_limit=20)
+        verifier = DafnyVerifier()
     except Exception as exc:  # noqa: BLE001 - no dafny here
         print(f"  (dafny not available: {exc})")
         return

@@ -146,11 +146,12 @@ class BaseAgent:
 
     # -- world model ------------------------------------------------------------------------
     def evaluate(self, state: AgentState, action: str, cost: Cost) -> Outcome:
-        """One world-model call on a fork of `state` (counted as an evaluator call). When the
-        reply held no usable action (`Domain.parse_problem`), the feedback says so first."""
+        """One world-model call on a fork of `state` (counted as an evaluator call; a failure unless
+        it solved, or its hang guard stopped it: status "infrastructure" is not the action's). When
+        the reply held no usable action (`Domain.parse_problem`), the feedback says so first."""
         outcome = unusable_feedback(self.domain, action, self.evaluator.check(state.fork(), Action(action)))
         cost.evaluator_calls += 1
-        if not outcome.solved:
+        if not outcome.solved and outcome.status != "infrastructure":
             cost.failures += 1
         return outcome
 

@@ -8,8 +8,8 @@ It runs the domain's own code on (a sample of) its tasks and checks the contract
 - the world model: every task's reference action scores solved; malformed actions come back as an
   `Outcome` (never an exception); ``parse_action`` recovers a fenced action;
 - the error model: probabilities in [0, 1]; operators fire (change the reference) on these tasks
-  (one that never does is a warning: it may target another benchmark of the domain), and some
-  fired slip is scored worse than the reference;
+  (one that never does is a warning: it may target another benchmark of the domain; a failure
+  with ``strict=True``), and some fired slip is scored worse than the reference;
 - reference isolation: ``edit_operators``, ``distil``, condition predicates and ``apply_contrast``
   are called with tasks whose ``reference`` raises when read (reads are recorded even when the
   domain swallows the exception);
@@ -175,7 +175,9 @@ def _check_world_model(domain: Domain, evaluator: Any, sample: Sequence[Task], r
         )
 
 
-def _find_slips(domain: Domain, tasks: Sequence[Task], report: DomainReport, seed: int) -> list[_Slip]:
+def _find_slips(
+    domain: Domain, tasks: Sequence[Task], report: DomainReport, seed: int, strict: bool = False
+) -> list[_Slip]:
     model = _call(report, "error_model()", domain.error_model)
     if not isinstance(model, ErrorModel) or not model.operators:
         report.failures.append("error_model() must return an ErrorModel with at least one operator")
@@ -209,9 +211,9 @@ def _find_slips(domain: Domain, tasks: Sequence[Task], report: DomainReport, see
                 if fired >= SLIPS_PER_OPERATOR:
                     break
         if not fired:
-            report.warnings.append(
-                f"error operator {op.name!r} never fires on these {len(tasks)} tasks (fine if it targets "
-                "another benchmark of this domain)"
+            (report.failures if strict else report.warnings).append(
+                f"error operator {op.name!r} never fires on these {len(tasks)} tasks"
+                + ("" if strict else " (fine if it targets another benchmark of this domain)")
             )
     if not slips:
         report.failures.append(f"no error operator fires (changes a reference) on {len(tasks)} tasks")
@@ -351,11 +353,12 @@ def check_domain(
     seed: int = 0,
     evaluator_kwargs: Mapping[str, Any] | None = None,
     raise_on_failure: bool = True,
+    strict: bool = False,
 ) -> DomainReport:
     """Check `domain` (an instance, a class, or a registered benchmark name whose tasks are then
     loaded) on `tasks`. The world model is checked on `max_tasks` tasks drawn with `seed`; the
-    error model looks at every task. Raises `DomainCheckError` on a failure unless
-    `raise_on_failure` is False."""
+    error model looks at every task (`strict`: an operator that never fires fails the check).
+    Raises `DomainCheckError` on a failure unless `raise_on_failure` is False."""
     if isinstance(domain, str):
         from cm_gym.registry import get_benchmark, get_domain
 
@@ -380,7 +383,7 @@ def check_domain(
         report.failures.append("make_evaluator() must return an object with check(state, action)")
         return _finish(report, raise_on_failure)
     _check_world_model(domain, evaluator, sample, report)
-    slips = _find_slips(domain, [tasks[i] for i in order], report, seed)
+    slips = _find_slips(domain, [tasks[i] for i in order], report, seed, strict)
     failing = _check_slips(domain, evaluator, slips, report)
     _check_memory_hooks(domain, evaluator, tasks, failing, report)
     return _finish(report, raise_on_failure)

@@ -16,6 +16,11 @@ turns a list of episode dicts into:
 - decision score 0–100: 100 × mean U of every executed action (per *decision*; it rewards a
   policy that solves at the first decision, where the per-task score only sees the last one).
 
+An episode in which a world model's wall-clock hang guard stopped a check (step info
+``outcome_status == "infrastructure"``: the machine, not the action; `cm_gym.evaluators.budgets`)
+says nothing about the policy: `summarize`, `per_task` and `paired` leave it out of every metric
+and `summarize` counts it (``n_infrastructure``; ``n_tasks`` counts the episodes scored).
+
 `paired` counts rescued / broken tasks between a no-memory and a memory run over the same tasks.
 `paired_bootstrap` / `paired_comparisons` give the paired bootstrap CI of a score difference over
 tasks, each policy's seeds averaged per task first (SPEC §8).
@@ -55,6 +60,8 @@ class EpisodeCounters:
     decision_score_sum: float = 0.0
     episode_return: float = 0.0
     record_ids: list[str] = field(default_factory=list)
+    infrastructure: int = 0  # decisions whose check the hang guard stopped (the episode is not scored)
+    budget_kinds: list[str] = field(default_factory=list)  # the budget units its verdicts were charged in
 
     def update(self, info: Mapping[str, Any], reward: float = 0.0) -> None:
         """Add one decision's step info (see `MemorySelectionEnv` for the keys)."""
@@ -83,6 +90,10 @@ class EpisodeCounters:
                 self.uses_worse_than_draft += int(float(info.get("score", 0.0)) < float(draft_score))
                 self.uses_better_than_draft += int(float(info.get("score", 0.0)) > float(draft_score))
         self.invalid_actions += int(bool(info.get("invalid_action", False)))
+        self.infrastructure += int(info.get("outcome_status") == "infrastructure")
+        kind = str(info.get("budget_kind") or "")
+        if kind and kind not in self.budget_kinds:
+            self.budget_kinds.append(kind)
         self.episode_return += float(reward)
 
     def as_dict(self) -> dict[str, Any]:
@@ -127,11 +138,20 @@ SCALAR_METRICS = (
     "mean_return",
     "n_tasks",
     "n_solved",
+    "n_infrastructure",
 )
+
+
+def scored(episodes: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The episodes the metrics count: those no hang guard interrupted (see the module doc)."""
+    return [e for e in episodes if not int(e.get("infrastructure", 0) or 0)]
 
 
 def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """SPEC §8 metrics of one run from its episode dicts (`EpisodeCounters.as_dict()`)."""
+    kept = scored(episodes)
+    n_infrastructure = len(episodes) - len(kept)
+    episodes = kept
     n = len(episodes)
     solved = sum(bool(e["solved"]) for e in episodes)
     calls = sum(int(e["evaluator_calls"]) for e in episodes)
@@ -168,6 +188,8 @@ def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         ).as_dict(),
         "selected_uses": uses,
         "invalid_actions": sum(int(e.get("invalid_actions", 0)) for e in episodes),
+        "n_infrastructure": n_infrastructure,
+        "budget_kinds": sorted({k for e in episodes for k in e.get("budget_kinds", ())}),
     }
 
 
@@ -176,8 +198,8 @@ def paired(
 ) -> dict[str, Any]:
     """Rescued (fails without, solved with) and broken (solved without, fails with) tasks over the
     task ids present in both runs (Appendix E.3); `net` = rescued − broken."""
-    base = {str(e["task_id"]): bool(e["solved"]) for e in without_memory}
-    treated = {str(e["task_id"]): bool(e["solved"]) for e in with_memory}
+    base = {str(e["task_id"]): bool(e["solved"]) for e in scored(without_memory)}
+    treated = {str(e["task_id"]): bool(e["solved"]) for e in scored(with_memory)}
     common = sorted(set(base) & set(treated))
     rescued = [t for t in common if treated[t] and not base[t]]
     broken = [t for t in common if base[t] and not treated[t]]
@@ -223,7 +245,7 @@ def per_task(per_seed: Sequence[Sequence[Mapping[str, Any]]], key: str = "score"
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
     for episodes in per_seed:
-        for e in episodes:
+        for e in scored(episodes):
             task = str(e["task_id"])
             sums[task] = sums.get(task, 0.0) + 100.0 * float(e[key])
             counts[task] = counts.get(task, 0) + 1

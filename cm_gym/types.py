@@ -88,7 +88,9 @@ class Outcome:
     `status` is "ok" when the check completed; otherwise one of "error" (the action is malformed or
     raised), "refused" (the sandbox denied it), "timeout" / "budget" (a limit was hit),
     "undecided" (the answer could neither be verified nor refuted, e.g. a quantified assertion under
-    a model) or "unevaluable" (the task itself cannot be judged, e.g. its reference is beyond a cap).
+    a model), "unevaluable" (the task itself cannot be judged, e.g. its reference is beyond a cap)
+    or "infrastructure" (a wall-clock hang guard stopped the check twice: the machine, not the
+    action; never scored, never cached: `cm_gym.evaluators.budgets`).
     A refused or failed check is still an Outcome with score 0 and a `reason`, never an exception.
     """
 

@@ -119,7 +119,7 @@ def test_data_check_counts_what_the_loader_dropped_and_the_label_disagreements(t
     assert result.passed() and result.count("solved") == 2
     assert any("folder label 'sat' contradicts" in why for _, why in result.disagreements)
     assert any("the folder label says sat" in why for _, why in result.disagreements)
-    assert result.rows()[-1] == ("total", ["2", "0", "2", "0", "0", "0", "1", result.rows()[-1][1][-1]])
+    assert result.rows()[-1] == ("total", ["2", "0", "2", "0", "0", "0", "0", "1", result.rows()[-1][1][-1]])
 
 
 @pytest.mark.data

@@ -1,9 +1,11 @@
 """`cm-gym data check`: load a dataset and run every task's reference through its world model.
 
-Prints one table (loaded, dropped, references solved / over budget / unevaluable / failed, status
-disagreements, seconds per check) and lists what was refused, failed or dropped. Exit status 0
-when the dataset passes, 1 when a file is refused or a reference fails (`--strict`: also when one
-is over budget or unevaluable). A user adding a dataset runs this first.
+Prints the budget (unit, limit, the most a reference used), one table (loaded, dropped, references
+solved / over budget / stopped by the hang guard / unevaluable / failed, status disagreements,
+seconds per check) and lists what was refused (each file, with the reason), failed or dropped.
+Exit status 0 when the dataset passes, 1 when a file is refused, a reference fails or the
+wall-clock hang guard stopped a check (`--strict`: also when one is over budget or unevaluable).
+A user adding a dataset runs this first.
 """
 
 from __future__ import annotations

@@ -8,11 +8,29 @@ import importlib
 import logging
 import os
 import pkgutil
+import traceback
 import types
 from importlib.metadata import EntryPoint, entry_points
 
 logger = logging.getLogger(__name__)
 _loaded = False
+#: (plugin, traceback) of every plugin that failed to load in this process (``cm-gym -v`` prints them)
+FAILED_PLUGINS: list[tuple[str, str]] = []
+
+
+def _failed(kind: str, name: str, exc: BaseException) -> None:
+    """One warning line for a plugin that failed to load; its traceback only at debug level."""
+    text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    logger.warning(
+        "could not load %s plugin %s: %s%s (skipped; cm-gym -v shows the traceback)",
+        kind,
+        name,
+        type(exc).__name__,
+        f": {text}" if text else "",
+    )
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    FAILED_PLUGINS.append((name, tb))
+    logger.debug("traceback of plugin %s:\n%s", name, tb)
 
 
 def _strict() -> bool:
@@ -39,8 +57,9 @@ def load_plugin(ep: EntryPoint) -> None:
 def load_builtin_domains() -> None:
     """Import every domain package under `cm_gym.domains` and every entry-point plugin once.
 
-    A plugin that fails to load (a missing optional dependency) is logged and skipped, so one
-    broken domain never hides the others; ``CM_GYM_STRICT_PLUGINS=1`` makes it an error.
+    A plugin that fails to load (a missing optional dependency) is one warning line and skipped
+    (its traceback at debug level, `FAILED_PLUGINS`), so one broken domain never hides the others;
+    ``CM_GYM_STRICT_PLUGINS=1`` makes it an error.
     """
     global _loaded
     if _loaded:
@@ -51,14 +70,14 @@ def load_builtin_domains() -> None:
             continue
         try:
             importlib.import_module(f"{__name__}.{info.name}")
-        except Exception:  # noqa: BLE001 - a broken plugin must not break the others
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the others
             if _strict():
                 raise
-            logger.exception("could not load domain plugin %s", info.name)
+            _failed("domain", info.name, exc)
     for ep in entry_points(group="cm_gym.benchmarks"):
         try:
             load_plugin(ep)
-        except Exception:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001
             if _strict():
                 raise
-            logger.exception("could not load benchmark plugin %s (%s)", ep.name, ep.value)
+            _failed("benchmark", f"{ep.name} ({ep.value})", exc)

@@ -48,9 +48,12 @@ class LoadReport:
     lists well-formed instances it chose not to serve (e.g. no reference decides them within the
     allowance); `disagreements` lists labels that contradict each other or a proof (a folder
     label against a header status, a header against the solver); `notes` carries other facts a
-    user should see (an allowance calibrated). Without a report, a loader raises one error listing
-    every refused file and logs what it dropped. Entries are ``(file or task id, reason)``;
-    `family_of` maps a dropped entry to its family where the loader knows it.
+    user should see (an allowance calibrated); `unverified` lists instances served although the
+    world model could not check their reference while loading (its wall-clock hang guard stopped
+    the check twice: a busy machine, not the instance; ``data check`` fails until a quieter run
+    verifies them). Without a report, a loader raises one error listing every refused file and
+    logs what it dropped. Entries are ``(file or task id, reason)``; `family_of` maps a dropped
+    entry to its family where the loader knows it.
     """
 
     refused: list[tuple[str, str]] = field(default_factory=list)
@@ -58,6 +61,7 @@ class LoadReport:
     disagreements: list[tuple[str, str]] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
     family_of: dict[str, str] = field(default_factory=dict)
+    unverified: list[tuple[str, str]] = field(default_factory=list)
 
 
 def refused_message(refused: list[tuple[str, str]], what: str, shown: int = 20) -> str:

@@ -8,8 +8,16 @@ at that allowance; or it is *calibrated*: the reference runs on every instance w
 replay exactly, so an instance that needed n ≤ allowance / margin units decides within the
 allowance too). Instances the reference does not decide are dropped, with the reason, and counted.
 
+Every probe is measured in the solver's deterministic unit (conflicts, rlimit units), never in
+wall time, so which instances a folder serves does not depend on how busy the machine was. A
+probe the world model's wall-clock hang guard stopped (status "infrastructure", after one retry)
+says nothing about the instance: it is neither cached nor dropped, the instance is served, and the
+loader lists it (`Calibration.unverified`, ``LoadReport.unverified``) so that ``cm-gym data check``
+fails until a quieter run verifies it.
+
 Probes are cached per instance content under ``cache_dir("calibration")`` (keyed by the content
-digest, the budget, the solver's version and `CALIBRATION_VERSION`), so a folder is probed once.
+digest, the budget, the solver's version and deterministic bounds, and `CALIBRATION_VERSION`:
+version 1 keys carried the wall-clock bound and are never read again), so a folder is probed once.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from cm_gym.types import Action, AgentState, Task
 
 logger = logging.getLogger(__name__)
 
-CALIBRATION_VERSION = 1
+CALIBRATION_VERSION = 2
 BATCH = 64
 
 
@@ -43,6 +51,7 @@ class Probe:
     used: int
     verdict: str = ""
     reason: str = ""
+    infrastructure: bool = False  # stopped by the hang guard: unknown, never cached
 
 
 @dataclass(frozen=True)
@@ -68,11 +77,18 @@ class Calibration:
         """Instance name -> why its reference does not decide within the allowance."""
         out = {}
         for name, p in self.probes.items():
+            if p.infrastructure:
+                continue
             if not p.decided:
                 out[name] = p.reason or "the reference does not decide it"
             elif p.used > self.allowance:
                 out[name] = f"the reference needs {p.used} units, over the allowance of {self.allowance}"
         return out
+
+    @property
+    def unverified(self) -> dict[str, str]:
+        """Instance name -> why its probe says nothing (the hang guard stopped it): served anyway."""
+        return {name: p.reason for name, p in self.probes.items() if p.infrastructure}
 
     def describe(self, unit: str) -> str:
         """One line for reports and logs."""
@@ -91,6 +107,9 @@ def probe_references(evaluator: Any, tasks: Sequence[Task], used_key: str) -> li
     for outcome in evaluator.check_batch([(AgentState(t), Action(t.reference)) for t in tasks]):
         used = int(outcome.details.get(used_key, 0) or 0)
         verdict = str(outcome.details.get("verdict", ""))
+        if outcome.status == "infrastructure":
+            out.append(Probe(False, 0, "", f"not verified: {outcome.reason}", infrastructure=True))
+            continue
         why = (
             "" if outcome.solved else f"the reference does not decide it ({outcome.status}: {outcome.reason})"
         )
@@ -145,6 +164,8 @@ class ProbeCache:
             return None
 
     def put(self, digest: str, budget: int, probe: Probe) -> None:
+        if probe.infrastructure:  # the hang guard's verdict is about the machine: never kept
+            return
         self._data[self.key(digest, budget)] = asdict(probe)
         self._dirty = True
 
@@ -184,6 +205,7 @@ def calibrate(
     once per batch, not per instance)."""
     budget = declared if declared is not None else cap
     probes: dict[str, Probe] = {}
+    fresh: dict[str, Probe] = {}  # this run's probes, including the uncached infrastructure ones
     todo = [inst for inst in instances if cache.get(inst.digest, budget) is None]
     bar = None
     if len(todo) > 20:
@@ -196,17 +218,20 @@ def calibrate(
             batch = todo[start : start + BATCH]
             for inst, probe in zip(batch, run(batch, budget), strict=True):
                 cache.put(inst.digest, budget, probe)
+                fresh[inst.name] = probe
             if bar is not None:
                 bar.update(len(batch))
         for inst in instances:
-            probes[inst.name] = cache.get(inst.digest, budget) or Probe(False, 0, reason="not probed")
+            probes[inst.name] = (
+                cache.get(inst.digest, budget) or fresh.get(inst.name) or Probe(False, 0, reason="not probed")
+            )
     finally:
         if bar is not None:
             bar.close()
         cache.save()
     if declared is not None:
         return Calibration(family, declared, "declared", probes)
-    needed = [p.used for p in probes.values() if p.decided]
+    needed = [p.used for p in probes.values() if p.decided and not p.infrastructure]
     allowance = min(ceiling, max(floor, math.ceil(max(needed, default=0) * margin)))
     calibration = Calibration(family, allowance, "calibrated", probes)
     logger.info(

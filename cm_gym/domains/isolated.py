@@ -2,9 +2,12 @@
 
 For world models whose engine runs in-process and cannot always interrupt itself (z3 under a
 resource limit that is not time, a SAT solver on a huge clause set): the whole check runs in a
-reused worker process with a hard wall-clock deadline and a memory cap, and comes back as plain
-data. The parent never raises: a deadline gives an Outcome with status "timeout", the memory cap
-"budget", a crash "error"; the worker is restarted on the next check.
+reused worker process under a CPU-time backstop, a memory cap and a wall-clock hang guard, and
+comes back as plain data. The domain's own deterministic budget (conflicts, rlimit) bounds the
+search; the CPU backstop stops a check that spends CPU without spending that budget (status
+"budget": the action's failure, the same on a busy machine); the hang guard, far above it, stops
+a check the machine starved (status "infrastructure", retried once: `cm_gym.evaluators.budgets`).
+The parent never raises: a crash is an "error" Outcome; the worker is restarted on the next check.
 
 A domain's *engine module* (e.g. ``cm_gym.domains.smt.engine``) defines
 ``check(config: dict, task: dict, text: str) -> dict``, usually ``check_here(Evaluator, ...)``:
@@ -16,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from cm_gym.evaluators.budgets import infrastructure, retry_once
 from cm_gym.types import Action, AgentState, Outcome, Task
 
 TASK_FIELDS = ("task_id", "domain", "prompt", "env_id", "reference", "context", "family")
@@ -83,8 +87,9 @@ def check_many_here(
 
 
 class IsolatedChecks:
-    """A domain engine's `check` in one reused worker: `time_limit_s` of wall clock and
-    `memory_mb` of memory (beyond the worker's start-up size) per check."""
+    """A domain engine's `check` in one reused worker: `cpu_limit_s` of the worker's CPU time
+    (the backstop), `memory_mb` of memory (beyond the worker's start-up size) and `time_limit_s`
+    of wall clock (the hang guard) per check."""
 
     def __init__(
         self,
@@ -93,10 +98,12 @@ class IsolatedChecks:
         *,
         time_limit_s: float,
         memory_mb: int,
+        cpu_limit_s: float | None = None,
         track_memory: bool = False,
     ) -> None:
         self.module, self.config = module, dict(config)
         self.time_limit_s, self.memory_mb = float(time_limit_s), int(memory_mb)
+        self.cpu_limit_s = float(cpu_limit_s) if cpu_limit_s is not None else None
         self.track_memory = track_memory  # measure each check's peak memory (costs ~0.15 ms)
         self._worker: Any = None
         self.last_wall_s = 0.0
@@ -110,29 +117,49 @@ class IsolatedChecks:
         return self._worker
 
     def check(self, task: Task, text: str) -> Outcome:
-        """The engine's Outcome for (task, text), or a "timeout" / "budget" / "error" Outcome."""
+        """The engine's Outcome for (task, text), or a "budget" / "error" Outcome; a check the hang
+        guard stopped is retried once, then it is an "infrastructure" Outcome."""
+        return retry_once(lambda: self._check_once(task, text), f"{self.module} check")
+
+    def _check_once(self, task: Task, text: str) -> Outcome:
         res = self._get_worker().call(
-            "check", self.config, task_to_plain(task), text, timeout=self.time_limit_s
+            "check",
+            self.config,
+            task_to_plain(task),
+            text,
+            timeout=self.time_limit_s,
+            cpu_budget_s=self.cpu_limit_s,
         )
         self.last_wall_s, self.last_peak_mb = res.wall_s, res.peak_rss_mb
         if res.ok:
             return outcome_from_plain(res.value)
         if res.status == "timeout":
-            reason = f"the check ran past its wall-clock bound of {self.time_limit_s:g} s and was stopped"
+            return infrastructure(
+                f"the check ran past its wall-clock hang guard of {self.time_limit_s:g} s "
+                f"(after {res.cpu_s if res.cpu_s is not None else '?'} s of CPU) and was stopped",
+                hang_guard_s=self.time_limit_s,
+            )
+        if res.status == "cpu":
+            reason = (
+                f"the check used more than its {self.cpu_limit_s:g} s of CPU time without deciding "
+                "and was stopped"
+            )
+            status = "budget"
         elif res.status == "budget":
             reason = f"the check exceeded its memory cap of {self.memory_mb} MB and was stopped"
+            status = "budget"
         else:
-            reason = f"the check failed: {res.error}"
-        return Outcome(
-            0.0, False, reason, res.status if res.status in ("timeout", "budget") else "error", reason
-        )
+            reason, status = f"the check failed: {res.error}", "error"
+        return Outcome(0.0, False, reason, status, reason, {"cpu_limit_s": self.cpu_limit_s})
 
     def check_many(self, items: list[tuple[Task, str]]) -> list[Outcome]:
         """Outcomes for many (task, text) pairs in one worker call when the whole batch ends
         within one check's bounds; otherwise (or on any failure) one bounded call per pair."""
         if len(items) > 1:
             payload = [(task_to_plain(task), text) for task, text in items]
-            res = self._get_worker().call("check_many", self.config, payload, timeout=self.time_limit_s)
+            res = self._get_worker().call(
+                "check_many", self.config, payload, timeout=self.time_limit_s, cpu_budget_s=self.cpu_limit_s
+            )
             if res.ok and isinstance(res.value, list) and len(res.value) == len(items):
                 return [outcome_from_plain(v) for v in res.value]
         return [self.check(task, text) for task, text in items]

@@ -220,6 +220,12 @@ def resolve_store(
                 "cannot be verified: restore the manifest, or re-freeze it from its live store"
             )
         if path.is_file() and not manifest_path(path).is_file():
+            what = _not_a_store(path)
+            if what:
+                raise StoreNotFrozenError(
+                    f"{path} is not a record store ({what}): pass a frozen snapshot (its path or a "
+                    "FrozenStore; `cm-gym memory freeze` makes one from a record store)"
+                )
             raise StoreNotFrozenError(
                 f"{path} is a writable record store, not a frozen snapshot: freeze it first "
                 "(RecordStore.freeze(path) or `cm-gym memory freeze`)"
@@ -305,3 +311,26 @@ def resolve_llm(
             f"llm must be an LLM (with .complete) or a spec string, got {type(llm).__name__}"
         )
     return llm if cache is None else with_cache(llm, cache, cache_mode)
+
+
+def _not_a_store(path: Path) -> str:
+    """Why the file at `path` is not a cm_gym record store at all ("" when it is one), read
+    without writing a byte: not SQLite, or SQLite without the store's tables."""
+    import sqlite3
+
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(16)
+    except OSError as exc:
+        return f"it cannot be read: {exc}"
+    if header != b"SQLite format 3\x00":
+        return "not an SQLite file"
+    try:
+        conn = sqlite3.connect(f"file:{path.resolve().as_posix()}?mode=ro&immutable=1", uri=True)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return f"an unreadable SQLite file: {exc}"
+    return "" if {"meta", "records"} <= tables else "an SQLite file without a record store's tables"

@@ -380,6 +380,7 @@ class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym
             draft_score=draft_score,
             budget_exhausted=exhausted and not solved,
             outcome_status=decision.outcome.status,
+            budget_kind=str((decision.outcome.details or {}).get("budget_kind", "")),
             decision_cost={
                 "evaluator_calls": cost.evaluator_calls,
                 "failures": cost.failures,

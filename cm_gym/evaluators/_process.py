@@ -8,7 +8,7 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import IO
@@ -62,7 +62,8 @@ def wait(
     proc: subprocess.Popen[bytes], r_fd: int, deadline: float, cap: int, watch: MemoryWatch | None = None
 ) -> tuple[bytes, str]:
     """Read the report channel until EOF, then wait for exit; kill on the deadline ("timeout"),
-    a report over `cap` bytes ("report-too-large") or memory over the watch's cap ("memory")."""
+    a report over `cap` bytes ("report-too-large") or memory over the watch's cap ("memory").
+    The process's final CPU time is read before it is reaped (`exit_cpu_s`)."""
     chunks: list[bytes] = []
     size = 0
     killed = ""
@@ -79,18 +80,41 @@ def wait(
                 killed = "report-too-large"
                 break
             chunks.append(chunk)
-    while not killed and proc.poll() is None:
+    while not killed and not _exited(proc):
         if time.perf_counter() >= deadline:
             killed = "timeout"
         elif watch is not None and watch.sample():
             killed = "memory"
         else:
-            with suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=min(0.05, max(0.0, deadline - time.perf_counter())))
+            time.sleep(min(0.02, max(0.0, deadline - time.perf_counter())))
     if killed:
         kill_group(proc.pid)
-        proc.wait()
+    _exited(proc, block=True)
+    proc.wait()
     return b"".join(chunks), killed
+
+
+def _exited(proc: subprocess.Popen[bytes], block: bool = False) -> bool:
+    """Whether `proc` has exited, *without* reaping it, so that its CPU time can still be read
+    from ``/proc`` (`exit_cpu_s`); remembered on the object."""
+    if getattr(proc, "_cm_cpu_s", None) is not None or proc.returncode is not None:
+        return True
+    flags = os.WEXITED | os.WNOWAIT | (0 if block else os.WNOHANG)
+    try:
+        info = os.waitid(os.P_PID, proc.pid, flags)
+    except ChildProcessError:
+        return proc.poll() is not None
+    if info is None:
+        return False
+    from cm_gym.evaluators.cpuclock import process_cpu_s
+
+    proc._cm_cpu_s = process_cpu_s(proc.pid) or 0.0  # type: ignore[attr-defined]
+    return True
+
+
+def exit_cpu_s(proc: subprocess.Popen[bytes]) -> float:
+    """CPU seconds the process used (user + system, with the children it reaped), read at exit."""
+    return float(getattr(proc, "_cm_cpu_s", 0.0) or 0.0)
 
 
 def kill_group(pgid: int) -> None:
@@ -150,18 +174,28 @@ class MemoryWatch:
         return total > self.cap
 
 
-def wait_readable(fd: int, deadline: float, watch: MemoryWatch | None, poll_s: float = 0.05) -> str:
-    """Wait until `fd` is readable: "" (readable), "timeout" or "memory" (the run is over its
-    memory cap). The first check comes after 20 ms, then every `poll_s`."""
+def wait_readable(
+    fd: int,
+    deadline: float,
+    watch: MemoryWatch | None,
+    poll_s: float = 0.05,
+    over_cpu: Callable[[], bool] | None = None,
+) -> str:
+    """Wait until `fd` is readable: "" (readable), "timeout", "memory" (the run is over its
+    memory cap) or "cpu" (`over_cpu()` says the run spent its CPU budget). The first check comes
+    after 20 ms, then every `poll_s`."""
     first = True
+    polled = watch is not None or over_cpu is not None
     while True:
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
             return "timeout"
-        step = min(remaining, 0.02 if first else poll_s) if watch is not None else remaining
+        step = min(remaining, 0.02 if first else poll_s) if polled else remaining
         first = False
         ready, _, _ = select.select([fd], [], [], step)
         if ready:
             return ""
         if watch is not None and watch.sample():
             return "memory"
+        if over_cpu is not None and over_cpu():
+            return "cpu"

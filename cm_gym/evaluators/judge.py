@@ -8,10 +8,15 @@ is imported here, with the program's module replaced by a proxy whose functions 
 so the test's own assertions run here on values the program sent back by value. Nothing the
 program does — walking its interpreter's frames, overwriting comparison helpers, printing fake
 reports — can reach a verdict: they live in another process, under another uid, and its replies
-are read as bounded plain data. A per-test wall-clock deadline holds for the judge's own work on
-the test too (an alarm, in both modes: reading and decoding the reply, comparing it), so a cyclic
-structure sent back cannot hang a trusted test loop; decoding does no unbounded work in C (where an
-alarm cannot interrupt it: `wire.py`).
+are read as bounded plain data.
+
+Budgets (issue 25): each test may spend `per_test_timeout` seconds of the program's CPU time
+(`ProgramSession`'s CPU meter) and the suite `Limits.cpu_s` in all; the judge's own work on a
+test is bounded by the same amount of *its* CPU time (a ``SIGPROF`` interval timer), so a cyclic
+structure sent back cannot hang a trusted test loop. None of these depends on machine load. Wall
+time is only a hang guard (`hang_guard_s` per test, `Limits.wall_s` per suite): a test it stops
+while the machine starved the program is "infrastructure", never a failed test.
+Decoding does no unbounded work in C (where no timer can interrupt it: `wire.py`).
 
 In pytest mode only the entry point and the functions the suite lists as the program's come from
 the program: names the test file binds from elsewhere (HumanEval's helpers such as ``poly`` or
@@ -40,7 +45,7 @@ from typing import Any
 from cm_gym.evaluators import _pytest_shim
 from cm_gym.evaluators.program import CallResult, ProgramSession
 from cm_gym.evaluators.sandbox import Limits, Sandbox
-from cm_gym.evaluators.testrun import TestSuite, compare
+from cm_gym.evaluators.testrun import TestSuite, compare, suite_hang_guard_s
 
 _SANDBOXES: dict[tuple[str, tuple[str, ...], tuple[str, ...]], Sandbox] = {}
 _SAFE_EXCEPTIONS = {
@@ -75,19 +80,19 @@ def _sandbox(mode: str, extra: tuple[str, ...], hide: tuple[str, ...]) -> Sandbo
 
 def judge_suite(request: dict[str, Any]) -> dict[str, Any]:
     """Worker entry point: run ``request["suite"]`` against ``request["program"]``; per-test
-    ``[name, status, message]`` (status pass / fail / error / timeout / crash / memory) and
-    what the run cost."""
+    ``[name, status, message, cpu_s]`` (status pass / fail / error / timeout / crash / memory /
+    infrastructure; the program's CPU seconds in the test) and what the run cost."""
     t0 = time.perf_counter()
     suite = TestSuite.from_dict(request["suite"])
     limits = Limits(**request["limits"])
     sandbox = _sandbox(request.get("isolation", "auto"), tuple(request.get("extra_paths", ())), ())
     files = {**dict(suite.sandbox_files), suite.program_path: request["program"]}
     names = suite.names()
-    cpu = float(suite.per_test_timeout) * max(1, len(names)) + 1
+    cpu = float(suite.per_test_timeout) * max(1, len(names)) + 1  # RLIMIT_CPU of each program process
     prog = ProgramSession(sandbox, files, suite.module or module_of(suite.program_path), limits=limits,
                           sys_path=suite.sys_path, uid=request.get("uid"), cpu_s=cpu,
                           parent_dir=request.get("parent_dir"))  # fmt: skip
-    budget_end = t0 + limits.wall_s
+    budget_end = t0 + suite_hang_guard_s(suite, limits)
     try:
         if suite.mode == "cases":
             results = _run_cases(prog, suite, budget_end, limits)
@@ -99,20 +104,45 @@ def judge_suite(request: dict[str, Any]) -> dict[str, Any]:
             "peak_rss_mb": prog.peak_rss_mb, "strays": prog.strays, "starts": prog.starts}  # fmt: skip
 
 
-def _stop_reason(results: list[list[str]], suite: TestSuite, budget_end: float) -> str:
+class _Spent:
+    """The program's CPU seconds over the whole suite (its budget is ``Limits.cpu_s``)."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.budget, self.used = float(limits.cpu_s), 0.0
+
+    def add(self, res: CallResult) -> None:
+        self.used += float(res.cpu_s or 0.0)
+
+    def left(self) -> float:
+        return max(0.0, self.budget - self.used)
+
+
+def _stop_reason(
+    results: list[list[Any]], suite: TestSuite, budget_end: float, spent: _Spent
+) -> tuple[str, str]:
     if time.perf_counter() >= budget_end:
-        return "not run: time budget exhausted"
+        return "infrastructure", "not run: the suite's wall-clock hang guard passed"
+    if spent.left() <= 0:
+        return "timeout", f"not run: the suite's CPU budget of {spent.budget:g}s is spent"
     timeouts = sum(1 for r in results if r[1] == "timeout")
     if timeouts >= suite.max_timeouts:
-        return f"not run: {timeouts} earlier tests timed out"
-    return ""
+        return "timeout", f"not run: {timeouts} earlier tests timed out"
+    return "", ""
 
 
-def _failed_call(res: CallResult, per_test: float, limits: Limits) -> tuple[str, str]:
+def _starved(suite: TestSuite) -> str:
+    return f"the machine starved the test past its {suite.test_hang_guard_s():g}s wall-clock hang guard"
+
+
+def _failed_call(res: CallResult, suite: TestSuite, limits: Limits) -> tuple[str, str]:
     if res.status == "raise":
         return "error", f"{res.error_type}: {res.message}" if res.message else res.error_type
+    if res.status == "cpu":
+        return "timeout", f"timed out: more than {float(suite.per_test_timeout):g}s of CPU time"
     if res.status == "timeout":
-        return "timeout", f"timed out after {per_test:g}s"
+        return "timeout", f"timed out: blocked (not computing) for more than {suite.test_hang_guard_s():g}s"
+    if res.status == "infrastructure":
+        return "infrastructure", _starved(suite)
     if res.status == "memory":
         return "memory", f"the program's processes used more than {limits.memory_mb} MB (killed)"
     if res.status == "crash":
@@ -120,45 +150,49 @@ def _failed_call(res: CallResult, per_test: float, limits: Limits) -> tuple[str,
     return "error", res.message or "the program's answer could not be read"
 
 
-def _run_cases(prog: ProgramSession, suite: TestSuite, budget_end: float, limits: Limits) -> list[list[str]]:
-    results: list[list[str]] = []
+def _run_cases(prog: ProgramSession, suite: TestSuite, budget_end: float, limits: Limits) -> list[list[Any]]:
+    results: list[list[Any]] = []
     per_test = float(suite.per_test_timeout)
+    spent = _Spent(limits)
     for case in suite.cases:
-        why = _stop_reason(results, suite, budget_end)
+        status, why = _stop_reason(results, suite, budget_end, spent)
         if why:
-            results.append([case.name, "timeout", why])
+            results.append([case.name, status, why])
             continue
-        timeout = min(per_test, budget_end - time.perf_counter())
+        timeout = min(suite.test_hang_guard_s(), budget_end - time.perf_counter())
         try:
-            with _deadline(timeout + 0.5):
-                results.append([case.name, *_run_case(prog, case, suite, timeout, limits)])
+            with _judge_cpu_budget(per_test + 0.5):
+                res = prog.eval(case.expr, {"input_data": case.input}, function=suite.function, timeout=timeout,
+                                cpu_s=min(per_test, spent.left()))  # fmt: skip
+                spent.add(res)
+                if not res.ok:
+                    status, msg = _failed_call(res, suite, limits)
+                    results.append([case.name, status, msg, res.cpu_s or 0.0])
+                    continue
+                try:
+                    ok, msg = compare(case, res.value, suite.function)
+                except (RecursionError, MemoryError, Exception) as exc:  # noqa: BLE001 - a hostile value
+                    ok, msg = False, f"the result cannot be compared ({type(exc).__name__})"
         except _Stop:
-            prog._stop()  # interrupted mid-call or mid-decode: the process state is unknown
-            results.append([case.name, "timeout", f"timed out after {per_test:g}s (checking the result)"])
+            prog._stop()  # interrupted mid-decode or mid-compare: the process state is unknown
+            results.append([case.name, "timeout", f"the judge spent over {per_test:g}s of CPU checking the result", 0.0])
+            continue
+        results.append([case.name, "pass" if ok else "fail", "" if ok else msg, res.cpu_s or 0.0])
     return results
 
 
-def _run_case(prog: ProgramSession, case: Any, suite: TestSuite, timeout: float, limits: Limits) -> list[str]:
-    res = prog.eval(case.expr, {"input_data": case.input}, function=suite.function, timeout=timeout)
-    if not res.ok:
-        return list(_failed_call(res, float(suite.per_test_timeout), limits))
-    try:
-        ok, msg = compare(case, res.value, suite.function)
-    except (RecursionError, MemoryError, Exception) as exc:  # noqa: BLE001 - a hostile value
-        ok, msg = False, f"the result cannot be compared ({type(exc).__name__})"
-    return ["pass" if ok else "fail", "" if ok else msg]
-
-
 @contextmanager
-def _deadline(seconds: float) -> Iterator[None]:
-    """Raise `_Stop` ("timeout") in this (main) thread after `seconds` of wall-clock time."""
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, max(0.001, seconds))
+def _judge_cpu_budget(seconds: float) -> Iterator[None]:
+    """Raise `_Stop` ("timeout") in this (main) thread once the judge itself has spent `seconds` of
+    CPU time (``SIGPROF``: it does not advance while the judge waits for the program, so machine
+    load cannot trigger it)."""
+    old = signal.signal(signal.SIGPROF, _alarm)
+    signal.setitimer(signal.ITIMER_PROF, max(0.001, seconds))
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old)
 
 
 # -- pytest mode -------------------------------------------------------------------------------
@@ -171,26 +205,33 @@ class _RemoteFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         run = self._test
         remaining = run.deadline - time.perf_counter()
+        cpu_left = min(run.per_test - run.test_cpu, run.spent.left())
         if remaining <= 0:
-            raise _Stop("timeout", f"timed out after {run.per_test:g}s")
+            raise _Stop("infrastructure", _starved(run.suite))
+        if cpu_left <= 0:
+            raise _Stop("timeout", f"timed out: more than {run.per_test:g}s of CPU time")
         try:
-            res = run.prog.call(self.__name__, args, kwargs, timeout=remaining)
+            res = run.prog.call(self.__name__, args, kwargs, timeout=remaining, cpu_s=cpu_left)
         except BaseException:
             run.prog._stop()  # interrupted mid-call: the process state is unknown
             raise
+        run.test_cpu += float(res.cpu_s or 0.0)
+        run.spent.add(res)
         if res.ok:
             return res.value
         if res.status == "raise":
             exc_type = _SAFE_EXCEPTIONS.get(res.error_type)
             raise exc_type(res.message) if exc_type else ProgramError(f"{res.error_type}: {res.message}")
-        raise _Stop(*_failed_call(res, run.per_test, run.limits))
+        raise _Stop(*_failed_call(res, run.suite, run.limits))
 
 
 class _PytestRun:
     def __init__(self, prog: ProgramSession, suite: TestSuite, limits: Limits) -> None:
         self.prog, self.suite, self.limits = prog, suite, limits
         self.per_test = float(suite.per_test_timeout)
-        self.deadline = 0.0
+        self.deadline = 0.0  # the test's wall-clock hang guard
+        self.test_cpu = 0.0  # the program's CPU seconds in this test so far
+        self.spent = _Spent(limits)
 
 
 @contextmanager
@@ -230,7 +271,7 @@ def _test_module(run: _PytestRun, parent_dir: str | None) -> Iterator[Any]:
 
 
 def _alarm(signum: int, frame: Any) -> None:
-    raise _Stop("timeout", "timed out")
+    raise _Stop("timeout", "timed out: the test's own work passed its CPU budget")
 
 
 def _site(tb: Any, path: str) -> str:
@@ -239,9 +280,8 @@ def _site(tb: Any, path: str) -> str:
 
 
 def _run_one(run: _PytestRun, fn: Any, kwargs: dict[str, Any], path: str) -> tuple[str, str]:
-    remaining = min(run.per_test, run.deadline - time.perf_counter())
     try:
-        with _deadline(remaining + 0.5):
+        with _judge_cpu_budget(run.per_test + 0.5):  # the judge's own work on the test
             fn(**kwargs)
         return "pass", ""
     except AssertionError as exc:
@@ -251,8 +291,7 @@ def _run_one(run: _PytestRun, fn: Any, kwargs: dict[str, Any], path: str) -> tup
             f" ({text})" if text else ""
         )
     except _Stop as stop:
-        message = f"timed out after {run.per_test:g}s" if stop.status == "timeout" else stop.message
-        return stop.status, message
+        return stop.status, stop.message
     except RecursionError:
         return "error", "RecursionError while checking the result"
     except BaseException as exc:  # noqa: BLE001 - the test (or the program's exception) failed it
@@ -262,17 +301,18 @@ def _run_one(run: _PytestRun, fn: Any, kwargs: dict[str, Any], path: str) -> tup
 
 def _run_pytest(
     prog: ProgramSession, suite: TestSuite, budget_end: float, limits: Limits, parent_dir: str | None
-) -> list[list[str]]:
+) -> list[list[Any]]:
     run = _PytestRun(prog, suite, limits)
-    results: list[list[str]] = []
+    results: list[list[Any]] = []
     try:
         with _test_module(run, parent_dir) as (mod, path):
             for name, func, index in suite.tests:
-                why = _stop_reason(results, suite, budget_end)
+                status, why = _stop_reason(results, suite, budget_end, run.spent)
                 if why:
-                    results.append([name, "timeout", why])
+                    results.append([name, status, why])
                     continue
-                run.deadline = min(time.perf_counter() + run.per_test, budget_end)
+                run.deadline = min(time.perf_counter() + suite.test_hang_guard_s(), budget_end)
+                run.test_cpu = 0.0
                 fn = getattr(mod, func)
                 kwargs: dict[str, Any] = {}
                 if index is not None:
@@ -280,7 +320,7 @@ def _run_pytest(
                     row = values[index] if len(names) > 1 else [values[index]]
                     kwargs = dict(zip(names, row, strict=False))
                 status, msg = _run_one(run, fn, kwargs, path)
-                results.append([name, status, msg])
+                results.append([name, status, msg, round(run.test_cpu, 3)])
     except Exception as exc:  # noqa: BLE001 - the trusted test file itself failed to load
         done = {r[0] for r in results}
         why = f"the test file could not be loaded: {type(exc).__name__}: {str(exc)[:300]}"

@@ -6,8 +6,16 @@ every verdict:
 
     with ProgramSession(sandbox, {"solution.py": src}, "solution", limits=limits) as prog:
         res = prog.call("add", (1, 2), timeout=1.0)
-        res.status   # "ok" (res.value) | "raise" (res.error_type, res.message) | "timeout" |
-                     # "crash" | "memory" | "error" (an unreadable or uncheckable reply)
+        res.status   # "ok" (res.value) | "raise" (res.error_type, res.message) | "cpu" |
+                     # "timeout" | "infrastructure" | "crash" | "memory" | "error" (an
+                     # unreadable or uncheckable reply)
+
+A call's budget is CPU time (`cpu_s`: seconds of CPU the run's processes spend during the call,
+`cpuclock.CpuMeter`; "cpu" when spent, also when a process hits its ``RLIMIT_CPU``), the same on
+a quiet and on a busy machine. `timeout` is a wall-clock hang guard far above it: when it passes,
+a run that spent the time on a core or waiting for one was starved by the machine
+("infrastructure": says nothing about the program), one that slept or blocked did it itself
+("timeout"). Without `cpu_s` the wall clock is the only bound ("timeout").
 
 Arguments and results travel by value with identity preserved (`wire.py`): objects of the plain
 classes the caller sends (e.g. linked-list or graph nodes) come back updated in place (call by
@@ -24,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -35,6 +44,7 @@ from cm_gym.evaluators import wire
 from cm_gym.evaluators._frames import HEADER, write_frame
 from cm_gym.evaluators._process import MemoryWatch, wait_readable
 from cm_gym.evaluators.bounded import UntrustedValueError, loads_sequences
+from cm_gym.evaluators.cpuclock import CpuMeter
 from cm_gym.evaluators.sandbox import Limits, Sandbox, Session
 
 _HERE = Path(__file__).parent
@@ -52,6 +62,7 @@ class CallResult:
     value: Any = None
     error_type: str = ""
     message: str = ""
+    cpu_s: float | None = None  # CPU seconds the run's processes spent during the call
 
     @property
     def ok(self) -> bool:
@@ -139,19 +150,30 @@ class ProgramSession:
         kwargs: Mapping[str, Any] | None = None,
         *,
         timeout: float,
+        cpu_s: float | None = None,
     ) -> CallResult:
         """``module.function(*args, **kwargs)`` in the sandbox (see module doc)."""
         kwargs = dict(kwargs or {})
         roots = [*args, *kwargs.values()]
-        return self._request(lambda t, r: ("call", function, t, r, list(kwargs)), roots, timeout)
+        return self._request(lambda t, r: ("call", function, t, r, list(kwargs)), roots, timeout, cpu_s)
 
-    def eval(self, expr: str, names: Mapping[str, Any], *, function: str = "", timeout: float) -> CallResult:
+    def eval(
+        self,
+        expr: str,
+        names: Mapping[str, Any],
+        *,
+        function: str = "",
+        timeout: float,
+        cpu_s: float | None = None,
+    ) -> CallResult:
         """Evaluate `expr` in the sandbox with `names` (and `function` of the module) bound."""
         return self._request(
-            lambda t, r: ("eval", expr, t, r, list(names), function), list(names.values()), timeout
+            lambda t, r: ("eval", expr, t, r, list(names), function), list(names.values()), timeout, cpu_s
         )
 
-    def _request(self, build: Any, roots: list[Any], timeout: float) -> CallResult:
+    def _request(
+        self, build: Any, roots: list[Any], timeout: float, cpu_s: float | None = None
+    ) -> CallResult:
         try:
             table, slots, objects = wire.encode(roots)
         except wire.WireError as exc:
@@ -159,23 +181,35 @@ class ProgramSession:
         for obj in objects:
             if type(obj) not in wire.ATOMS and wire.is_plain_object(obj):
                 self.classes[wire.class_key(type(obj))] = type(obj)
-        deadline = time.perf_counter() + timeout
         if self.proc is None or self.proc.poll() is not None:
             self._stop()
             self._start()
+        watch = self.session.watch
+        meter = CpuMeter(watch.pids if watch is not None else lambda: ())
+        meter.start()
+        t0 = time.perf_counter()
+        deadline = t0 + timeout
+        over_cpu = (lambda: meter.used() > cpu_s) if cpu_s is not None else None
         try:
             write_frame(self.req, pickle.dumps(build(table, slots), protocol=4))
         except OSError:
             return self._fail("crash", "the program process died")
-        data, why = _recv(self.rep, MAX_REPLY_BYTES, deadline, self.session.watch)
+        data, why = _recv(self.rep, MAX_REPLY_BYTES, deadline, watch, over_cpu)
+        used = round(meter.used(), 3)
+        if why == "timeout" and cpu_s is not None:
+            starved = meter.starved(time.perf_counter() - t0)
+            why = "infrastructure" if starved else "timeout"
+        if why == "crash" and self._killed_by_cpu_limit():
+            why = "cpu"
         if why:
-            return self._fail(why, "" if why != "crash" else self._exit_text())
+            return self._fail(why, "" if why != "crash" else self._exit_text(), used)
         assert data is not None
         try:
             reply = loads_sequences(data, max_bytes=MAX_REPLY_BYTES, max_depth=8)
         except UntrustedValueError as exc:
-            return self._fail("error", f"unreadable reply from the program: {exc}")
-        return self._reply(reply, objects)
+            return self._fail("error", f"unreadable reply from the program: {exc}", used)
+        result = self._reply(reply, objects)
+        return CallResult(result.status, result.value, result.error_type, result.message, used)
 
     def _reply(self, reply: Any, objects: list[Any]) -> CallResult:
         if not (isinstance(reply, tuple) and reply and reply[0] in ("ok", "raise", "error")):
@@ -192,9 +226,19 @@ class ProgramSession:
             return CallResult("error", message=f"the result cannot be checked: {exc}")
         return CallResult("ok", value)
 
-    def _fail(self, status: str, message: str) -> CallResult:
+    def _fail(self, status: str, message: str, cpu_s: float | None = None) -> CallResult:
         self._stop()
-        return CallResult(status, message=message)
+        return CallResult(status, message=message, cpu_s=cpu_s)
+
+    def _killed_by_cpu_limit(self) -> bool:
+        proc = self.proc
+        if proc is None:
+            return False
+        try:
+            proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return False
+        return proc.returncode == -signal.SIGXCPU
 
     def _exit_text(self) -> str:
         proc = self.proc
@@ -210,13 +254,15 @@ class ProgramSession:
         return f"the program process exited (status {rc})"
 
 
-def _recv(fd: int, cap: int, deadline: float, watch: MemoryWatch | None) -> tuple[bytes | None, str]:
+def _recv(
+    fd: int, cap: int, deadline: float, watch: MemoryWatch | None, over_cpu: Any = None
+) -> tuple[bytes | None, str]:
     """One length-prefixed frame, read within the deadline: (data, "") or (None, "timeout" |
-    "memory" | "crash" | "error")."""
+    "memory" | "cpu" | "crash" | "error")."""
     chunks: list[bytes] = []
     need, header = HEADER.size, True
     while need:
-        why = wait_readable(fd, deadline, watch)
+        why = wait_readable(fd, deadline, watch, over_cpu=over_cpu)
         if why:
             return None, why
         try:

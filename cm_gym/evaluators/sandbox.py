@@ -45,6 +45,7 @@ from cm_gym.evaluators._process import (
     SCRATCH,
     MemoryWatch,
     StagingError,
+    exit_cpu_s,
     kill_group,
     read_capped,
     stage,
@@ -102,7 +103,9 @@ class Limits:
 class SandboxResult:
     """What happened. `killed` is "" or why the run was stopped ("timeout", "memory",
     "report-too-large"); `signal` is the terminating signal number (0 if it exited);
-    `isolation` names the layers; `peak_rss_mb` the run's largest measured resident memory."""
+    `isolation` names the layers; `peak_rss_mb` the run's largest measured resident memory;
+    `cpu_s` the CPU seconds of the started process and the children it reaped (read at its exit,
+    before it was reaped: the clock of CPU-time budgets)."""
 
     returncode: int | None
     stdout: str
@@ -117,6 +120,7 @@ class SandboxResult:
     output_truncated: bool = False
     uid: int | None = None
     peak_rss_mb: float = 0.0
+    cpu_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -364,6 +368,7 @@ def _run_in(
             output_truncated=t1 or t2,
             uid=sess.uid,
             peak_rss_mb=round((sess.watch.peak if sess.watch else 0) / (1 << 20), 1),
+            cpu_s=round(exit_cpu_s(proc), 3),
         )
     finally:
         for fd in (r_fd, w_fd):

@@ -33,8 +33,11 @@ from cm_gym.evaluators.worker import Worker
 logger = logging.getLogger(__name__)
 
 FEEDBACK_LIMIT = 800
-#: the judge's own time on top of the suite's budget (process starts, decoding, its deadline)
+#: the judge's own time on top of the suite's hang guard (process starts, decoding, its deadline)
 JUDGE_SLACK_S = 10.0
+#: a test's wall-clock hang guard: this many times its CPU budget, and at least `HANG_MIN_S`
+HANG_FACTOR = 10.0
+HANG_MIN_S = 30.0
 _DICTS = (dict, collections.defaultdict, collections.OrderedDict)
 _PLAIN = (
     type(None),
@@ -153,11 +156,18 @@ class TestSuite:
     test_file: str = ""
     tests: tuple[tuple[str, str, int | None], ...] = ()
     sys_path: tuple[str, ...] = (".",)
-    per_test_timeout: float = 2.0
+    per_test_timeout: float = 2.0  # the CPU budget of one test, seconds
     max_timeouts: int = 2
+    hang_guard_s: float | None = None  # a test's wall-clock hang guard (None: `HANG_FACTOR` rule)
 
     def names(self) -> list[str]:
         return [c.name for c in self.cases] if self.mode == "cases" else [t[0] for t in self.tests]
+
+    def test_hang_guard_s(self) -> float:
+        """One test's wall-clock hang guard (seconds): far above what its CPU budget takes."""
+        if self.hang_guard_s is not None:
+            return float(self.hang_guard_s)
+        return max(HANG_FACTOR * float(self.per_test_timeout), HANG_MIN_S)
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -183,6 +193,7 @@ class TestSuite:
             sys_path=tuple(d.get("sys_path", (".",))),
             per_test_timeout=float(d.get("per_test_timeout", 2.0)),
             max_timeouts=int(d.get("max_timeouts", 2)),
+            hang_guard_s=float(d["hang_guard_s"]) if d.get("hang_guard_s") is not None else None,
         )
 
 
@@ -196,6 +207,7 @@ class TestResult:
     passed: bool
     status: str
     message: str = ""
+    cpu_s: float = 0.0  # the program's CPU seconds in this test (its budget: per_test_timeout)
 
 
 @dataclass(frozen=True)
@@ -215,6 +227,18 @@ class SuiteRun:
     def fraction(self) -> float:
         return self.passed / self.total if self.total else 0.0
 
+    @property
+    def infrastructure(self) -> bool:
+        """Whether a hang guard stopped the run or one of its tests (the verdict says nothing)."""
+        return self.error.startswith("infrastructure") or any(
+            r.status == "infrastructure" for r in self.results
+        )
+
+    @property
+    def max_test_cpu_s(self) -> float:
+        """The most CPU time one test used (what its budget must cover)."""
+        return max((r.cpu_s for r in self.results), default=0.0)
+
     def first_failure(self) -> str:
         """The first failing test's name and assertion, truncated (the Outcome feedback)."""
         if self.error:
@@ -223,6 +247,14 @@ class SuiteRun:
             if not r.passed:
                 return _cut(f"FAILED {r.name}: {r.message}")
         return ""
+
+
+def suite_hang_guard_s(suite: TestSuite, limits: Limits) -> float:
+    """The whole suite's wall-clock hang guard: `limits.wall_s`, raised so that it passes only
+    after the suite's CPU budget times `HANG_FACTOR` and the per-test guards of the tests that may
+    block before the run stops (`max_timeouts`) would have."""
+    blocked = (suite.max_timeouts + 1) * suite.test_hang_guard_s()
+    return max(float(limits.wall_s), HANG_FACTOR * float(limits.cpu_s), blocked)
 
 
 def _cut(text: str, limit: int = FEEDBACK_LIMIT) -> str:
@@ -294,7 +326,9 @@ def run_suite(
     judge: Worker | None = None,
 ) -> SuiteRun:
     """Judge `program` (source text) against `suite` (see module doc). Never raises for what the
-    program does; the whole run is bounded by ``limits.wall_s`` plus `JUDGE_SLACK_S`."""
+    program does. Each test may spend ``suite.per_test_timeout`` and the suite ``limits.cpu_s``
+    seconds of the program's CPU time; the whole run's wall clock is only a hang guard
+    (`suite_hang_guard_s` plus `JUDGE_SLACK_S`): a run it stops is an "infrastructure" error."""
     lim = limits or sandbox.limits
     plan_uid = sandbox._ensure().uid
     uid = fresh_uid() if plan_uid is not None else None
@@ -304,7 +338,8 @@ def run_suite(
                "isolation": sandbox.mode, "extra_paths": list(sandbox.extra_paths), "parent_dir": parent_dir}  # fmt: skip
     strays = 0
     try:
-        res = (judge or default_judge()).call("judge_suite", request, timeout=lim.wall_s + JUDGE_SLACK_S)
+        guard = suite_hang_guard_s(suite, lim) + JUDGE_SLACK_S
+        res = (judge or default_judge()).call("judge_suite", request, timeout=guard)
     finally:
         if uid is not None:
             strays = kill_uid(uid)
@@ -312,11 +347,18 @@ def run_suite(
     return _suite_run(suite, res, uid, strays, sandbox)
 
 
+def _seconds(rest: Any) -> float:
+    try:
+        return round(float(rest[0]), 3) if rest else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
 def _suite_run(suite: TestSuite, res: Any, uid: int | None, strays: int, sandbox: Sandbox) -> SuiteRun:
     names = suite.names()
     if not res.ok:
         why = (
-            "the test run passed its time budget (its judge was killed)"
+            "infrastructure: the test run passed its wall-clock hang guard (its judge was killed)"
             if res.status == "timeout"
             else res.error
         )
@@ -325,9 +367,12 @@ def _suite_run(suite: TestSuite, res: Any, uid: int | None, strays: int, sandbox
         return SuiteRun((), len(names), why, summary)
     out = res.value
     raw = out.get("results", []) if isinstance(out, dict) else []
-    if [r[0] for r in raw] != names:
+    if [r[0] for r in raw] != names or any(len(r) not in (3, 4) for r in raw):
         return SuiteRun((), len(names), "test report rejected: unexpected test list", None)
-    results = tuple(TestResult(n, st == "pass", st, "" if st == "pass" else _cut(str(m))) for n, st, m in raw)
+    results = tuple(
+        TestResult(r[0], r[1] == "pass", r[1], "" if r[1] == "pass" else _cut(str(r[2])), _seconds(r[3:]))
+        for r in raw
+    )
     timed_out = any(r.status == "timeout" for r in results)
     summary = SandboxResult(0, "", "", b"", timed_out, "", 0, float(out["wall_s"]), str(out["isolation"]),
                             strays + int(out.get("strays", 0)), False, uid, float(out.get("peak_rss_mb", 0.0)))  # fmt: skip

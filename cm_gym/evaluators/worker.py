@@ -7,9 +7,9 @@ take gigabytes. `Worker` runs such a call in a separate process that is started 
 call's deadline passes or its memory exceeds the cap, and started again on the next call.
 
     worker = Worker("cm_gym.domains.sql._engine", memory_mb=1024)
-    res = worker.call("run_query", path, sql, timeout=2.5)
+    res = worker.call("run_query", path, sql, timeout=60, cpu_budget_s=5)
     if res.ok: rows = res.value
-    else: print(res.status, res.error)        # "timeout" | "budget" | "error"
+    else: print(res.status, res.error)        # "timeout" | "cpu" | "budget" | "error"
 
 Contract:
 - `module` is imported in the worker by name, **without running its parent packages'
@@ -21,8 +21,10 @@ Contract:
   plain data (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset).
   The reply is read by `bounded.loads_plain`: size, depth and item count are capped and no class
   of the worker's choosing is ever instantiated.
-- `call` never raises for what the function or the worker does: a deadline → "timeout" (the
-  worker is killed); memory over the cap (``MemoryError`` inside, or the resident size seen from
+- `call` never raises for what the function or the worker does: a wall-clock deadline →
+  "timeout" (the worker is killed; callers treat it as a hang guard); more than `cpu_budget_s`
+  seconds of the worker's CPU time during the call → "cpu" (killed; a budget that does not
+  depend on machine load, `cpuclock`); memory over the cap (``MemoryError`` inside, or the resident size seen from
   here) → "budget" (killed, restarted next time); an exception inside the function → "error"
   with its one-line text (the worker stays); a crash or malformed reply → "error" (killed).
 - Memory cap: ``RLIMIT_DATA`` (the heap the worker may still grow) set by the worker itself after
@@ -57,6 +59,7 @@ from typing import IO, Any
 
 from cm_gym.evaluators._frames import read_frame, write_frame
 from cm_gym.evaluators.bounded import DEFAULT_MAX_DEPTH, DEFAULT_MAX_NODES, UntrustedValueError, loads_plain
+from cm_gym.evaluators.cpuclock import CpuMeter
 from cm_gym.types import CmGymError
 
 logger = logging.getLogger(__name__)
@@ -72,9 +75,11 @@ class WorkerError(CmGymError):
 
 @dataclass(frozen=True)
 class WorkerResult:
-    """One call's outcome. `status`: "ok" (`value` holds the return value), "timeout", "budget"
-    or "error" (`error` says why, one line). `peak_rss_mb`: the worker's peak resident memory
-    during the call when measured (``track_memory``); `restarted`: the worker process was (re)started for this call."""
+    """One call's outcome. `status`: "ok" (`value` holds the return value), "timeout" (the wall
+    deadline), "cpu" (the CPU budget), "budget" (memory) or "error" (`error` says why, one
+    line). `peak_rss_mb`: the worker's peak resident memory during the call when measured
+    (``track_memory``); `restarted`: the worker process was (re)started for this call; `cpu_s`:
+    the worker's CPU seconds during the call when a CPU budget was given."""
 
     status: str
     value: Any = None
@@ -82,6 +87,7 @@ class WorkerResult:
     wall_s: float = 0.0
     peak_rss_mb: float | None = None
     restarted: bool = False
+    cpu_s: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -282,9 +288,12 @@ class Worker:
         return proc
 
     # -- calls -------------------------------------------------------------------------------
-    def call(self, function: str, *args: Any, timeout: float, **kwargs: Any) -> WorkerResult:
+    def call(
+        self, function: str, *args: Any, timeout: float, cpu_budget_s: float | None = None, **kwargs: Any
+    ) -> WorkerResult:
         """Run ``module.function(*args, **kwargs)`` in the worker within `timeout` seconds of wall
-        clock (start-up not included). Never raises for what happens in the worker."""
+        clock and, when given, `cpu_budget_s` seconds of the worker's CPU time (start-up not
+        included). Never raises for what happens in the worker."""
         with self._lock:
             try:
                 restarted = self._ensure()
@@ -292,6 +301,11 @@ class Worker:
                 return WorkerResult("error", error=str(exc))
             proc = self._proc
             assert proc is not None
+            meter = None
+            if cpu_budget_s is not None:
+                pid = proc.popen.pid
+                meter = CpuMeter(lambda: (pid,))
+                meter.start()
             t0 = time.perf_counter()
             try:
                 payload = pickle.dumps((function, args, kwargs, self.track_memory), protocol=5)
@@ -299,38 +313,52 @@ class Worker:
                 return WorkerResult("error", error=f"arguments cannot be sent to the worker: {exc}")
             try:
                 write_frame(proc.req, payload)
-                status, value, peak_kb = self._await(proc, t0 + timeout, watch=True)
+                status, value, peak_kb = self._await(
+                    proc, t0 + timeout, watch=True, meter=meter, cpu_budget_s=cpu_budget_s
+                )
             except OSError as exc:
                 status, value, peak_kb = "error", f"the worker stopped ({exc})", None
             wall = time.perf_counter() - t0
-            if status in ("timeout", "budget", "crash"):
+            cpu = round(meter.used(), 3) if meter is not None else None
+            if status in ("timeout", "cpu", "budget", "crash"):
                 self._kill(proc)  # a dead, stuck or possibly fragmented worker is replaced
             if status == "crash":
                 status = "error"
             if status == "ok":
-                return WorkerResult("ok", value, "", wall, _mb(peak_kb), restarted)
+                return WorkerResult("ok", value, "", wall, _mb(peak_kb), restarted, cpu)
             if status == "timeout":
                 value = f"no answer within the {timeout:g} s deadline (worker killed)"
-            return WorkerResult(status, None, str(value), wall, _mb(peak_kb), restarted)
+            return WorkerResult(status, None, str(value), wall, _mb(peak_kb), restarted, cpu)
 
     def _kill(self, proc: _Proc) -> None:
         proc.kill()
         if self._proc is proc:
             self._proc = None
 
-    def _await(self, proc: _Proc, deadline: float, *, watch: bool) -> tuple[str, Any, Any]:
-        """The next reply frame, or a synthetic ("timeout" | "budget" | "crash", why, None)."""
+    def _await(
+        self,
+        proc: _Proc,
+        deadline: float,
+        *,
+        watch: bool,
+        meter: CpuMeter | None = None,
+        cpu_budget_s: float | None = None,
+    ) -> tuple[str, Any, Any]:
+        """The next reply frame, or a synthetic ("timeout" | "cpu" | "budget" | "crash", why, None)."""
         cap = proc.rss_base + (self.memory_mb << 20) if (watch and self.memory_mb) else 0
+        poll = bool(cap) or meter is not None
         while True:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 return "timeout", "", None
-            slice_s = min(remaining, self.poll_s) if cap else remaining
+            slice_s = min(remaining, self.poll_s) if poll else remaining
             ready, _, _ = select.select([proc.rep], [], [], slice_s)
             if ready:
                 break
             if cap and proc.rss() > cap:
                 return "budget", f"the memory cap of {self.memory_mb} MB was exceeded (worker killed)", None
+            if meter is not None and cpu_budget_s is not None and meter.used() > cpu_budget_s:
+                return "cpu", f"more than {cpu_budget_s:g} s of CPU time (worker killed)", None
         body = read_frame(proc.rep, cap=self.max_reply_bytes + 1024)  # a trusted writer: it does not stall
         if body is None:
             return "crash", self._death(proc), None

@@ -114,6 +114,8 @@ def run_task(
                 "reuse_label": reuse_label(decision, previous_score, draft_outcome, label_rule),
                 "changed_by_memory": decision.changed_by_memory,
                 "draft_score": draft_score,
+                "outcome_status": outcome.status,
+                "budget_kind": str((outcome.details or {}).get("budget_kind", "")),
             },
             reward,
         )

@@ -27,14 +27,12 @@ from cm_gym.domains.smt.sexpr import parse_sexprs
 from cm_gym.domains.smt.smtlib import parse_smtlib
 from cm_gym.types import Action, AgentState
 
-#: slack over a check's wall-clock bound for killing the worker and answering (loaded CI box)
-SLACK_S = 15.0
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.fixture(scope="module")
 def smt_evaluator() -> SmtEvaluator:
-    ev = SmtEvaluator(time_limit_s=3.0)
+    ev = SmtEvaluator(cpu_limit_s=3.0)
     yield ev
     ev.close()
 
@@ -49,36 +47,32 @@ def test_hostile_smt_scripts_are_contained(probe: smt_hostile.Hostile, smt_evalu
     if probe.expect == "refused":
         assert outcome.status == "refused", outcome.reason
         assert took < 5.0  # vetting is linear in the text, however large the expansion
-    else:
-        assert outcome.status in ("timeout", "budget"), outcome.reason
-        assert took < smt_evaluator._checks.time_limit_s + SLACK_S
+    else:  # stopped by the rlimit, z3's memory ceiling or the CPU backstop: never by wall time
+        assert outcome.status == "budget", outcome.reason
 
 
 @pytest.mark.parametrize("probe", smt_hostile.BENCHMARKS, ids=lambda p: f"{p.klass}:{p.name}")
-def test_hostile_smt_benchmark_files_stop_at_the_wall_clock_bound(
+def test_hostile_smt_benchmark_files_stop_at_the_cpu_backstop(
     probe: smt_hostile.Hostile, smt_evaluator: SmtEvaluator, tmp_path: Path
 ) -> None:
     path = tmp_path / f"{probe.name}.smt2"
     path.write_text(probe.text)
     task = smtlib_task(parse_smtlib(probe.text, str(path)), "hostile", 200_000_000)
-    started = time.monotonic()
     outcome = smt_evaluator.check(AgentState(task), Action("logic: QF_BV\nrlimit: 200000000"))
-    assert outcome.status in ("timeout", "budget") and not outcome.solved, outcome.reason
-    assert time.monotonic() - started < smt_evaluator._checks.time_limit_s + SLACK_S
+    assert outcome.status == "budget" and not outcome.solved, outcome.reason
 
 
 @pytest.mark.data
 def test_a_public_file_that_spends_little_rlimit_but_much_time_is_stopped(shared_data: Path) -> None:
     """rlimit is not time: this 2 KB quantified bit-vector file takes seconds on a few thousand
-    rlimit units; a short wall-clock bound must stop it all the same."""
+    rlimit units; a short CPU-time backstop must stop it all the same (status "budget")."""
     path = shared_data / "smt" / "BV" / "sat" / "network_ndis_e100bex_5x_kd_mp_dbg.c.smt2"
     info = parse_smtlib(path.read_text(), str(path))
     task = smtlib_task(info, "slow", 20_000_000)
-    evaluator = SmtEvaluator(time_limit_s=1.0)
-    started = time.monotonic()
+    evaluator = SmtEvaluator(cpu_limit_s=1.0)
     outcome = evaluator.check(AgentState(task), Action("logic: BV\nrlimit: 20000000"))
     evaluator.close()
-    assert outcome.status == "timeout" and time.monotonic() - started < 1.0 + SLACK_S
+    assert outcome.status == "budget" and "1 s of CPU time" in outcome.reason
 
 
 @pytest.mark.parametrize("probe", sat_hostile.TEXTS, ids=lambda p: f"{p.klass}:{p.name}")
@@ -117,21 +111,32 @@ def test_special_files_named_like_dimacs_are_refused_without_blocking(kind: str,
     assert time.monotonic() - started < 30
 
 
-def test_a_solve_past_the_wall_clock_bound_is_stopped(tmp_path: Path) -> None:
+def test_a_solve_past_the_cpu_backstop_is_stopped(tmp_path: Path) -> None:
     path = tmp_path / "hard.cnf"
     path.write_text(sat_hostile.hard_instance())
     task = satlib_task(read_dimacs(path), "hard", path, 10_000_000)
-    evaluator = SatEvaluator(time_limit_s=1.0)
-    started = time.monotonic()
+    evaluator = SatEvaluator(cpu_limit_s=1.0)
     outcome = evaluator.check(AgentState(task), Action("solver: minisat22\nbudget: 10000000"))
-    assert outcome.status == "timeout" and "wall-clock bound of 1 s" in outcome.reason
-    assert time.monotonic() - started < 1.0 + SLACK_S
+    assert outcome.status == "budget" and "1 s of CPU time" in outcome.reason
     # the worker is replaced: the next check runs normally
     easy = tmp_path / "easy.cnf"
     easy.write_text("p cnf 2 1\n1 2 0\n")
     task = satlib_task(read_dimacs(easy), "easy", easy, 10)
     assert evaluator.check(AgentState(task), Action("solver: minisat22\nbudget: 10")).solved
     evaluator.close()
+
+
+def test_the_hang_guard_is_infrastructure_after_one_retry_never_a_verdict(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "hard.cnf"
+    path.write_text(sat_hostile.hard_instance())
+    task = satlib_task(read_dimacs(path), "hard", path, 10_000_000)
+    evaluator = SatEvaluator(cpu_limit_s=10_000, time_limit_s=0.5)
+    outcome = evaluator.check(AgentState(task), Action("solver: minisat22\nbudget: 10000000"))
+    evaluator.close()
+    assert outcome.status == "infrastructure" and not outcome.solved and not outcome.completed
+    assert outcome.details["attempts"] == 2 and "retrying once" in caplog.text
 
 
 # -- property-based fuzzing -----------------------------------------------------------------------

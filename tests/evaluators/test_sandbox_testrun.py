@@ -20,7 +20,7 @@ def sb() -> Sandbox:
     return Sandbox(LIMITS)
 
 
-def cases_suite(n: int = 4, timeout: float = 0.5) -> TestSuite:
+def cases_suite(n: int = 4, timeout: float = 0.5, guard: float | None = None) -> TestSuite:
     return TestSuite(
         mode="cases",
         program_path="solution.py",
@@ -31,6 +31,7 @@ def cases_suite(n: int = 4, timeout: float = 0.5) -> TestSuite:
         ),
         per_test_timeout=timeout,
         max_timeouts=2,
+        hang_guard_s=guard,
     )
 
 
@@ -106,10 +107,35 @@ def test_repeated_timeouts_stop_the_run_early(sb: Sandbox) -> None:
     assert "earlier tests timed out" in run.results[-1].message
 
 
-def test_whole_run_budget_is_enforced(sb: Sandbox) -> None:
-    run = run_suite(sb, cases_suite(n=3, timeout=5.0), "import time\ndef f(a, b):\n    time.sleep(30)\n",
-                    limits=Limits(wall_s=1.0))  # fmt: skip
-    assert run.passed == 0 and run.sandbox is not None and run.sandbox.wall_s < 6
+SPIN = "import time\ndef f(a, b):\n    t = time.process_time()\n    while time.process_time() - t < {s}:\n        pass\n    return (a + b, [a])\n"
+SLEEP = "import time\ndef f(a, b):\n    time.sleep({s})\n    return (a + b, [a])\n"
+
+
+def test_cpu_time_not_wall_time_is_the_budget(sb: Sandbox) -> None:
+    """Sleeping costs no CPU (passes a 0.5 s CPU budget), computing does (fails it): on any
+    machine and under any load."""
+    asleep = run_suite(sb, cases_suite(n=2, timeout=0.5), SLEEP.format(s=1.0))
+    assert asleep.passed == 2 and asleep.max_test_cpu_s < 0.5
+    busy = run_suite(sb, cases_suite(n=2, timeout=0.5), SPIN.format(s=5.0))
+    assert [r.status for r in busy.results] == ["timeout", "timeout"] and not busy.infrastructure
+    assert "CPU time" in busy.results[0].message and busy.results[0].cpu_s >= 0.5
+    whole = run_suite(sb, cases_suite(n=3, timeout=0.5), SPIN.format(s=0.3), limits=Limits(cpu_s=0.5))
+    assert [r.status for r in whole.results] == ["pass", "timeout", "timeout"]
+    assert "CPU budget" in whole.results[-1].message
+
+
+def test_a_program_that_blocks_fails_at_the_hang_guard_as_its_own_timeout(sb: Sandbox) -> None:
+    run = run_suite(sb, cases_suite(n=3, timeout=0.5, guard=1.0), SLEEP.format(s=30))
+    assert [r.status for r in run.results] == ["timeout"] * 3 and not run.infrastructure
+    assert "blocked" in run.results[0].message and "earlier tests timed out" in run.results[2].message
+
+
+def test_a_test_the_machine_starves_is_infrastructure_not_a_failure(sb: Sandbox) -> None:
+    """A program still computing within its CPU budget when the wall-clock guard passes was
+    starved (here: a guard far too small for its budget): the test says nothing about it."""
+    run = run_suite(sb, cases_suite(n=1, timeout=60.0, guard=0.3), SPIN.format(s=5.0))
+    assert [r.status for r in run.results] == ["infrastructure"] and run.infrastructure
+    assert "hang guard" in run.results[0].message
 
 
 def test_pytest_mode_runs_the_tests_in_the_judge(sb: Sandbox) -> None:
@@ -155,7 +181,7 @@ def test_only_the_expected_test_list_is_accepted() -> None:
     extra = dict(good, results=[["test_0", "pass", ""], ["test_9", "pass", ""]])
     assert "test list" in _suite_run(suite, WorkerResult("ok", extra), None, 0, sb).error
     killed = _suite_run(suite, WorkerResult("timeout", error="deadline"), None, 0, sb)
-    assert killed.passed == 0 and "budget" in killed.error
+    assert killed.passed == 0 and "hang guard" in killed.error and killed.infrastructure
 
 
 def test_suite_round_trips_through_a_dict() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cm_gym.domains.base import LoadReport
 from cm_gym.domains.code.domain import CodeDomain
 from cm_gym.registry import register_benchmark
 from cm_gym.types import Task
@@ -21,11 +22,14 @@ def load_generated_tasks(limit: int | None = None) -> list[Task]:
     return load(limit=limit)
 
 
-def load_quixbugs_tasks(root: Path | str | None = None, limit: int | None = None) -> list[Task]:
-    """QuixBugs' 40 Python programs (default ``data_root()/"quixbugs"``)."""
+def load_quixbugs_tasks(
+    root: Path | str | None = None, limit: int | None = None, report: LoadReport | None = None
+) -> list[Task]:
+    """QuixBugs' 40 Python programs (default ``data_root()/"quixbugs"``); `report` collects the
+    refused programs instead of raising."""
     from cm_gym.domains.code.quixbugs import load_quixbugs_tasks as load
 
-    return load(root=root, limit=limit)
+    return load(root=root, limit=limit, report=report)
 
 
 register_benchmark(

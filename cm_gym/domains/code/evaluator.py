@@ -4,8 +4,13 @@ U = fraction of the task's tests passed; solved iff all pass; feedback = the fir
 name and assertion (truncated to 800 characters). The program runs in the sandbox and is only
 called from the judge (`cm_gym.evaluators.judge`), a trusted process that decides every verdict:
 nothing the program does in its own process can forge one. A malformed patch (including one too
-deeply nested to parse) is a scored ``Outcome(status="error")``; a run past its budget is
-``status="timeout"``. The state is never touched: every run happens in a fresh throw-away copy.
+deeply nested to parse) is a scored ``Outcome(status="error")``. The budget is CPU time of the
+sandboxed processes (``details["budget_kind"]`` = "cpu-seconds"): each test may spend the task's
+``per_test_timeout`` seconds of it and the suite ``limits.cpu_s`` (a test over it fails as timed
+out), the same verdict on a quiet and on a busy machine. Wall time is only a hang guard: a check
+it stops (a test the machine starved, or the whole run) is retried once, then its status is
+"infrastructure" (not the patch's failure). The state is never touched: every run happens in a
+fresh throw-away copy.
 """
 
 from __future__ import annotations
@@ -14,20 +19,25 @@ import logging
 from typing import Any
 
 from cm_gym.domains.code.patch import PatchError, apply_patch
+from cm_gym.evaluators.budgets import CPU_SECONDS, budget_details, infrastructure, retry_once
 from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxError
 from cm_gym.evaluators.testrun import TestSuite, new_judge, run_suite
 from cm_gym.types import Action, AgentState, Outcome
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_LIMITS = Limits(wall_s=30.0, cpu_s=30.0, memory_mb=512, max_procs=32, max_file_mb=8)
+#: the suite's budgets: `cpu_s` seconds of the program's CPU time over all its tests (the
+#: references of every shipped task use far less, `bench/bench_budgets.py`), `wall_s` the wall-clock
+#: hang guard (raised further per suite, `cm_gym.evaluators.testrun.suite_hang_guard_s`)
+DEFAULT_LIMITS = Limits(wall_s=600.0, cpu_s=60.0, memory_mb=512, max_procs=32, max_file_mb=8)
 
 
 class CodeEvaluator:
     """`check(state, action)` for code-repair tasks (see module doc).
 
-    `per_test_timeout` overrides the task's own (seconds); `limits` are the whole run's budgets
-    (its `wall_s` is the time budget for all of a task's tests together)."""
+    `per_test_timeout` overrides the task's own CPU budget per test (seconds); `limits` are the
+    whole run's (`cpu_s`: the CPU budget of all of a task's tests together; `wall_s`: a hang
+    guard)."""
 
     def __init__(
         self,
@@ -58,7 +68,7 @@ class CodeEvaluator:
         raises for what the action is or does."""
         self.calls += 1
         try:
-            return self._check(state, action)
+            return retry_once(lambda: self._check(state, action), "code check")
         except (RecursionError, MemoryError) as exc:  # defence in depth: each step already bounds these
             logger.warning("code check stopped by %s", type(exc).__name__)
             why = f"the action could not be checked ({type(exc).__name__})"
@@ -86,7 +96,12 @@ class CodeEvaluator:
             "stray_processes_killed": sb.strays_killed if sb else 0,
             "sandbox_uid": sb.uid if sb else None,
             "peak_rss_mb": sb.peak_rss_mb if sb else 0.0,
+            "test_cpu_s": {r.name: r.cpu_s for r in run.results},
+            **budget_details(CPU_SECONDS, float(suite.per_test_timeout), run.max_test_cpu_s),
         }
+        if run.infrastructure:
+            why = run.error or next(r.message for r in run.results if r.status == "infrastructure")
+            return infrastructure(why, **details)
         if run.error:
             status = "timeout" if sb is not None and sb.timed_out else "error"
             return Outcome(

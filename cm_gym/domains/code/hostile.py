@@ -270,6 +270,7 @@ def hostile_task(per_test_timeout: float = 0.5) -> Task:
         cases=cases,
         per_test_timeout=per_test_timeout,
         max_timeouts=1,
+        hang_guard_s=10 * per_test_timeout,  # a patch that sleeps is stopped (as its own timeout) soon
     )
     buggy = "def add(a, b):\n    return a - b\n"
     return Task(

@@ -120,6 +120,7 @@ def hostile_pytest_task(base: Task, per_test_timeout: float = 0.5) -> Task:
         ),  # fmt: skip
         per_test_timeout=per_test_timeout,
         max_timeouts=1,
+        hang_guard_s=10 * per_test_timeout,  # a patch that sleeps is stopped (as its own timeout) soon
     )
     return Task(base.task_id + "-pytest", base.domain, base.prompt, base.env_id, base.reference,
                 base.context, base.family, base.features, {**base.meta, "suite": suite.to_dict()})  # fmt: skip

@@ -13,6 +13,13 @@ and, for most, ``json_testcases/NAME.json``. Two ways to run the tests, chosen p
   unchanged, in the judge (a trusted process), with the program's functions called in the
   sandbox; the graph nodes the tests build travel by value with identity kept (see
   `cm_gym.evaluators.wire`). The test file and the JSON data never enter the sandbox.
+
+A program whose files are missing, unreadable or malformed (a test file that does not parse, JSON
+test data that does not load) is refused with the reason and the others load: recorded in a
+`LoadReport` when one is passed, else one `QuixBugsLayoutError` lists them all.
+
+Budget (issue 25): `PER_TEST_TIMEOUT` is seconds of the program's CPU time per test (not wall
+time); the reference fixes use at most a few seconds of it (`bench/bench_budgets.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cm_gym.domains.base import LoadReport, refused_message
 from cm_gym.domains.code.bugclass import bug_class_of, strip_docstrings
 from cm_gym.domains.code.program import boundary_of, program_features
 from cm_gym.evaluators import _pytest_shim
@@ -159,49 +167,67 @@ def quixbugs_root() -> Path:
 
 
 @functools.lru_cache(maxsize=4)
-def _load(root_text: str) -> tuple[Task, ...]:
+def _load(root_text: str) -> tuple[tuple[Task, ...], tuple[tuple[str, str], ...]]:
     root = Path(root_text)
     names = sorted(p.name[5:-3] for p in (root / "python_testcases").glob("test_*.py"))
     tasks = []
+    refused: list[tuple[str, str]] = []
     for name in names:
-        buggy_full = (root / "python_programs" / f"{name}.py").read_text(encoding="utf-8")
-        fixed = (root / "correct_python_programs" / f"{name}.py").read_text(encoding="utf-8")
-        test_src = (root / "python_testcases" / f"test_{name}.py").read_text(encoding="utf-8")
-        buggy = strip_docstrings(buggy_full)
-        description = _description(buggy_full)
-        suite = _case_suite(name, test_src, root / "json_testcases") or _pytest_suite(name, root, test_src)
-        test_names = suite.names()
-        feats = program_features(buggy, name)
-        feats.update(
-            bug_class=bug_class_of(buggy_full, fixed),
-            test_names=test_names,
-            n_tests=len(test_names),
-            boundary=boundary_of(description),
-            lookalike="",
-            source="quixbugs",
-            test_mode=suite.mode,
-        )
-        prompt = (
-            f"Fix the one-line bug in the Python function `{name}` so that its tests pass.\n"
-            f"{description}\nReturn the whole corrected program.\n\n```python\n{buggy}```"
-        )
-        tasks.append(
-            Task(
-                task_id=f"quixbugs-{name}",
-                domain="code",
-                prompt=prompt,
-                env_id=f"quixbugs/{name}",
-                reference=strip_docstrings(fixed),
-                context="Tests: " + ", ".join(test_names[:40]),
-                family=feats["bug_class"],
-                features=feats,
-                meta={"suite": suite.to_dict(), "buggy": buggy, "program": name},
+        try:
+            tasks.append(_task(root, name))
+        except Exception as exc:  # noqa: BLE001 - one unreadable program must not lose the folder
+            why = f"{type(exc).__name__}: {exc}" if not isinstance(exc, OSError) else str(exc)
+            refused.append(
+                (str(root / "python_testcases" / f"test_{name}.py"), f"program {name}: {why}"[:400])
             )
-        )
-    return tuple(tasks)
+    return tuple(tasks), tuple(refused)
 
 
-def load_quixbugs_tasks(root: str | Path | None = None, limit: int | None = None) -> list[Task]:
-    """The 40 QuixBugs tasks, sorted by program name (ids ``quixbugs-<name>``)."""
-    tasks = list(_load(str(Path(root) if root else quixbugs_root())))
+def _task(root: Path, name: str) -> Task:
+    """The task of program `name` (raises on a missing, unreadable or malformed file)."""
+    buggy_full = (root / "python_programs" / f"{name}.py").read_text(encoding="utf-8")
+    fixed = (root / "correct_python_programs" / f"{name}.py").read_text(encoding="utf-8")
+    test_src = (root / "python_testcases" / f"test_{name}.py").read_text(encoding="utf-8")
+    buggy = strip_docstrings(buggy_full)
+    description = _description(buggy_full)
+    suite = _case_suite(name, test_src, root / "json_testcases") or _pytest_suite(name, root, test_src)
+    test_names = suite.names()
+    feats = program_features(buggy, name)
+    feats.update(
+        bug_class=bug_class_of(buggy_full, fixed),
+        test_names=test_names,
+        n_tests=len(test_names),
+        boundary=boundary_of(description),
+        lookalike="",
+        source="quixbugs",
+        test_mode=suite.mode,
+    )
+    prompt = (
+        f"Fix the one-line bug in the Python function `{name}` so that its tests pass.\n"
+        f"{description}\nReturn the whole corrected program.\n\n```python\n{buggy}```"
+    )
+    return Task(
+        task_id=f"quixbugs-{name}",
+        domain="code",
+        prompt=prompt,
+        env_id=f"quixbugs/{name}",
+        reference=strip_docstrings(fixed),
+        context="Tests: " + ", ".join(test_names[:40]),
+        family=feats["bug_class"],
+        features=feats,
+        meta={"suite": suite.to_dict(), "buggy": buggy, "program": name},
+    )
+
+
+def load_quixbugs_tasks(
+    root: str | Path | None = None, limit: int | None = None, report: LoadReport | None = None
+) -> list[Task]:
+    """The 40 QuixBugs tasks, sorted by program name (ids ``quixbugs-<name>``); `report` collects
+    the refused programs instead of raising."""
+    found, refused = _load(str(Path(root) if root else quixbugs_root()))
+    if refused and report is None:
+        raise QuixBugsLayoutError(refused_message(list(refused), "QuixBugs"))
+    if report is not None:
+        report.refused.extend(refused)
+    tasks = list(found)
     return tasks[:limit] if limit is not None else tasks

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cm_gym.domains.base import LoadReport
 from cm_gym.domains.dafny.domain import DafnyDomain
 from cm_gym.registry import register_benchmark
 from cm_gym.types import Task
@@ -14,11 +15,14 @@ from cm_gym.types import Task
 __all__ = ["DafnyDomain", "load_dafny_tasks"]
 
 
-def load_dafny_tasks(root: Path | str | None = None, limit: int | None = None) -> list[Task]:
-    """DafnyBench tasks (hints removed; reference = ground truth), sorted by file name."""
+def load_dafny_tasks(
+    root: Path | str | None = None, limit: int | None = None, report: LoadReport | None = None
+) -> list[Task]:
+    """DafnyBench tasks (hints removed; reference = ground truth), sorted by file name; `report`
+    collects refused files and dropped pairs instead of raising."""
     from cm_gym.domains.dafny.loader import load_dafny_tasks as load
 
-    return load(root=root, limit=limit)
+    return load(root=root, limit=limit, report=report)
 
 
 register_benchmark(

@@ -7,12 +7,18 @@ character literals included), never on lines: every token of the program must ap
 and everything inserted must be one of
 - ``assert EXPR;`` as a statement of its own (after ``;``, ``{``, ``}`` or ``=>``);
 - ``invariant EXPR`` or ``decreases EXPR, ...`` in a loop header or a specification, i.e.
-  directly before ``{`` or another specification clause.
+  directly before ``{`` or another specification clause; ``decreases *`` only in a loop header,
+  and only when the program itself declares ``decreases *`` (Dafny then checks that the loop's
+  method is declared possibly non-terminating: no termination claim is dropped);
+- a ghost statement a proof author writes (`ghost.py`): ``assert … by { … }``, a labelled
+  assertion, ``calc``, ``reveal``, ``ghost var``, ``forall`` with a body, a call of a lemma the
+  program declares with a body. None of them changes compiled code.
 Refused, with a reason (`AnnotationError`): any changed, moved or removed program token (so any
-body change and any new statement, loop or declaration), ``assume``, attributes (``{:axiom}``,
-``{:verify false}``, …), ``decreases *``, assignments, statement keywords inside an annotation,
-an annotation without its ``;`` or followed by code it would swallow. One annotation is one
-decision unit.
+body change and any new statement, loop or declaration), ``assume``, attributes other than the
+prover hints ``{:trigger}``, ``{:nowarn}``, ``{:autotriggers}``, ``{:induction}`` (so
+``{:axiom}``, ``{:verify false}``, …), any other ``decreases *``, assignments, statement keywords
+inside an annotation, an annotation without its ``;`` or followed by code it would swallow. One
+annotation is one decision unit.
 """
 
 from __future__ import annotations
@@ -21,11 +27,25 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
+from cm_gym.domains.dafny.clauses import (
+    _STATEMENT_BOUNDARY,
+    KEYWORDS_SET,
+    AnnotationError,
+    _absorbed,
+    _adopted,
+    _check_body,
+    _check_place,
+    _declares_star,
+    _ghost_assert,
+    _ghost_end,
+    _piece_end,
+    _program_statement,
+)
+from cm_gym.domains.dafny.clauses import KEYWORDS as KEYWORDS  # re-exported
+from cm_gym.domains.dafny.ghost import GhostParser, program_lemmas
 from cm_gym.domains.dafny.tokens import Token, tokenize
-from cm_gym.types import CmGymError
 
-KEYWORDS = ("invariant", "assert", "decreases")
-_START = re.compile(r"^(invariant|assert|decreases)\b")
+_START = re.compile(r"^(invariant|assert|decreases|calc|reveal|ghost|forall)\b")
 _FORBIDDEN_START = re.compile(
     r"^(var|if|while|for|return|method|function|lemma|predicate|class|datatype|codatatype|module|import|"
     r"requires|ensures|modifies|reads|assume|print|else|match|case|include|ghost|type|const|iterator|"
@@ -33,10 +53,6 @@ _FORBIDDEN_START = re.compile(
 )
 _FORBIDDEN = re.compile(r"\bassume\b|\{:\s*(verify|axiom|extern|imported|trusted|opaque|autocontracts)\b")
 MAX_PROGRAM_CHARS = 200_000
-
-
-class AnnotationError(CmGymError):
-    """The action is not the task's program plus annotations."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +63,7 @@ class Annotation:
     text: str
     line: int
     span: tuple[int, int] | None = field(default=None, compare=False)
+    absorbed: int = field(default=0, compare=False)  # program tokens the statement took back
 
     @property
     def keyword(self) -> str:
@@ -71,138 +88,6 @@ def strip_block_comments(text: str) -> str:
 
 def _significant(lines: list[str]) -> list[int]:
     return [i for i, line in enumerate(lines) if norm(line)]
-
-
-KEYWORDS_SET = frozenset(KEYWORDS)
-#: tokens after which an assertion starts a statement of its own
-_STATEMENT_BOUNDARY = frozenset({";", "{", "}", "=>", "then", "else", ":"})
-#: tokens that may follow an invariant / decreases clause (the body or the next clause)
-_SPEC_FOLLOW = frozenset({"{", "invariant", "decreases", "modifies", "requires", "ensures", "reads"})
-#: words that never belong inside an annotation (statements, declarations, escapes)
-_FORBIDDEN_WORDS = frozenset({
-    "assume", "expect", "reveal", "calc", "var", "while", "for", "method", "function", "lemma",
-    "predicate", "ghost", "return", "break", "print", "new", "modify", "label", "yield", "include",
-    "import", "module", "class", "datatype", "codatatype", "requires", "ensures", "modifies", "reads",
-    "by", "free", "static", "constructor", "iterator", "type", "const", "refines", "trait", "newtype",
-    "twostate", "colemma", "copredicate", "inductive", "abstract", "opened", "export", "extends",
-    "invariant", "decreases", "assert",
-})  # fmt: skip
-#: words that are fine right after "." (a function's .requires / .reads)
-_MEMBER_WORDS = frozenset({"requires", "reads"})
-#: words after which "{" opens a set/multiset display rather than a body
-_OPERAND_WORDS = frozenset({"in", "then", "else", "multiset", "iset", "set", "invariant", "decreases",
-                            "assert", "return"})  # fmt: skip
-_OPEN, _CLOSE = "([{", ")]}"
-
-
-def _opens_body(tokens: list[Token], k: int) -> bool:
-    """Whether the "{" at `k` starts a block (it follows a complete expression) rather than a
-    set display (it follows an operator or an operand-expecting keyword)."""
-    prev = tokens[k - 1].text if k > 0 else ""
-    if prev in _CLOSE or prev == "|":  # "|" mostly closes a cardinality |s|
-        return True
-    if prev == "*" and k > 1 and tokens[k - 2].text in ("decreases", ","):
-        return True  # "decreases *" is complete (and refused later)
-    if prev[:1].isalnum() or prev[:1] in "_'?\"@":
-        return prev not in _OPERAND_WORDS
-    return False
-
-
-def _piece_end(tokens: list[Token], j: int) -> int:
-    """End (exclusive) of the annotation that starts at keyword `tokens[j]`."""
-    keyword = tokens[j].text
-    depth = 0
-    for k in range(j + 1, len(tokens)):
-        text = tokens[k].text
-        if depth == 0 and keyword != "assert" and tokens[k - 1].text != ".":
-            if text in _SPEC_FOLLOW and (text != "{" or _opens_body(tokens, k)) or text in KEYWORDS_SET:
-                return k
-            if text == ";":
-                return k + 1  # Dafny 2.3 accepts an optional ";" after a loop or method clause
-            if text in ("}", ":=", ":|"):
-                return k  # code follows: the clause ends here (and its place is then refused)
-        if text in _OPEN or text == "{:":
-            depth += 1
-        elif text in _CLOSE:
-            depth -= 1
-            if depth < 0:
-                return k
-        elif text == ";" and depth == 0:
-            return k + 1
-    return len(tokens)
-
-
-def _check_body(tokens: list[Token], j: int, end: int) -> None:
-    """Refuse an inserted annotation ``tokens[j:end]`` whose content is not an allowed form."""
-    keyword, body = tokens[j].text, tokens[j + 1 : end]
-    where = f"inserted {keyword} at line {tokens[j].line + 1}"
-    for k, tok in enumerate(body):
-        text = tok.text
-        if text in _FORBIDDEN_WORDS and not (text in _MEMBER_WORDS and k > 0 and body[k - 1].text == "."):
-            raise AnnotationError(f"{where} uses a forbidden construct: {text!r}")
-        if text in ("{:", ":=", ":|") or (text == "{" and k + 1 < len(body) and body[k + 1].text == ":"):
-            raise AnnotationError(f"{where} uses a forbidden construct: {text!r} (attributes, assignments)")
-        if text == ";" and k != len(body) - 1:
-            raise AnnotationError(f"{where} uses a forbidden construct: ';' inside the annotation")
-    if keyword == "assert" and (not body or body[-1].text != ";"):
-        raise AnnotationError(f"{where} does not end with ';' of its own")
-    if body and body[-1].text == ";":
-        body = body[:-1]
-    if not body:
-        raise AnnotationError(f"{where} is empty")
-    if keyword == "decreases" and _has_star_element(body):
-        raise AnnotationError(f"{where} uses a forbidden construct: 'decreases *' (no termination check)")
-
-
-def _check_place(tokens: list[Token], j: int, end: int) -> None:
-    """Refuse an inserted annotation that is not where its kind may stand (see module doc)."""
-    keyword = tokens[j].text
-    where = f"inserted {keyword} at line {tokens[j].line + 1}"
-    if keyword == "assert":
-        before = tokens[j - 1] if j > 0 else None
-        if before is not None and before.text not in _STATEMENT_BOUNDARY:
-            raise AnnotationError(f"{where} is not a statement of its own (it follows {before.text!r})")
-        return
-    after = tokens[end] if end < len(tokens) else None
-    if after is None or after.text not in _SPEC_FOLLOW:
-        follow = "the end of the program" if after is None else repr(after.text)
-        raise AnnotationError(
-            f"{where} is not an annotation (invariant / assert / decreases) in a loop header or "
-            f"specification: it is followed by {follow}"
-        )
-
-
-def _has_star_element(body: list[Token]) -> bool:
-    depth, element = 0, []
-    for tok in [*body, Token(",", -1, -1)]:
-        if depth == 0 and tok.text == ",":
-            if [t.text for t in element] == ["*"]:
-                return True
-            element = []
-            continue
-        depth += tok.text in _OPEN
-        depth -= tok.text in _CLOSE
-        element.append(tok)
-    return False
-
-
-def _adopted(tokens: list[Token], j: int, end: int, p_text: list[str], i: int) -> int:
-    """How many of the program's next tokens (from `i`) the annotation ``tokens[j:end]`` ends
-    with: the longest suffix of its expression that is a prefix of the program's rest. DafnyBench's
-    hint removal sometimes left the continuation lines of a multi-line annotation in the
-    program; an annotation may take such text as its tail. Linear (KMP prefix function)."""
-    body = [t.text for t in tokens[j + 1 : end]]
-    if not body or i >= len(p_text):
-        return 0
-    pattern = p_text[i : i + len(body)]
-    seq = [*pattern, None, *body]
-    pi = [0] * len(seq)
-    for k in range(1, len(seq)):
-        m = pi[k - 1]
-        while m and seq[k] != seq[m]:
-            m = pi[m - 1]
-        pi[k] = m + 1 if seq[k] == seq[m] else 0
-    return pi[-1]
 
 
 def _piece_text(action: str, tokens: list[Token]) -> str:
@@ -230,9 +115,19 @@ def extract_annotations(program: str, action: str) -> list[Annotation]:
         raise AnnotationError(f"{issues[0]}: it would hide the rest of the program")
     p_text = [t.text for t in p_toks]
     annotations: list[Annotation] = []
+    ghost = GhostParser(a_toks, program_lemmas(p_toks))
+    star_ok = _declares_star(p_toks)
     i = j = 0
     while j < len(a_toks):
         tok = a_toks[j]
+        at_boundary = j == 0 or a_toks[j - 1].text in _STATEMENT_BOUNDARY
+        ghost_start = at_boundary and (_ghost_assert(a_toks, j) if tok.text == "assert" else ghost.starts(j))
+        if ghost_start and not _program_statement(ghost, a_toks, j, p_toks, i):
+            end = _ghost_end(ghost, j)
+            absorbed = _absorbed(a_toks, j, end, p_text, i)
+            annotations.append(_annotation(action, a_toks, j, end, absorbed))
+            i, j = i + absorbed, end
+            continue
         if tok.text in KEYWORDS_SET:
             end = _piece_end(a_toks, j)
             if i < len(p_toks) and p_text[i] == tok.text:
@@ -245,12 +140,14 @@ def extract_annotations(program: str, action: str) -> list[Annotation]:
             while not adopted and end < len(a_toks) and a_toks[end].text in KEYWORDS_SET:
                 if i < len(p_toks) and p_text[i] == a_toks[end].text:
                     break
+                if a_toks[end].text == "assert" and _ghost_assert(a_toks, end):
+                    break  # a ghost statement of its own (next round)
                 run.append((end, _piece_end(a_toks, end)))
                 end = run[-1][1]
                 adopted = _adopted(a_toks, run[-1][0], end, p_text, i)
             i += adopted
             for a, b in run:
-                _check_body(a_toks, a, b)
+                _check_body(a_toks, a, b, star_ok)
             for a, b in run:
                 _check_place(a_toks, a, b)
                 piece = a_toks[a:b]
@@ -282,6 +179,11 @@ def extract_annotations(program: str, action: str) -> list[Annotation]:
     return annotations
 
 
+def _annotation(action: str, tokens: list[Token], j: int, end: int, absorbed: int = 0) -> Annotation:
+    piece = tokens[j:end]
+    return Annotation(_piece_text(action, piece), piece[0].line, (piece[0].start, piece[-1].end), absorbed)
+
+
 def ground_truth_hints(program: str, ground_truth: str) -> list[Annotation]:
     """The hints of a ground-truth file relative to its hints-removed program (same format)."""
     return extract_annotations(program, ground_truth)
@@ -294,7 +196,11 @@ def _span_ok(action: str, ann: Annotation) -> bool:
 
 
 def remove_annotation(action: str, ann: Annotation) -> str:
-    """`action` without `ann` (its exact span when known; a line left blank goes too)."""
+    """`action` without `ann` (its exact span when known; a line left blank goes too). An
+    annotation that took program text back into it (`Annotation.absorbed`) cannot be removed
+    alone: `action` is returned unchanged."""
+    if ann.absorbed:
+        return action
     if _span_ok(action, ann):
         a, b = ann.span  # type: ignore[misc]
         start = action.rfind("\n", 0, a) + 1

@@ -3,14 +3,19 @@
 U = verified members / all members (1 = the program verifies); solved iff Dafny reports no
 errors and every member verified. An action that is not the task's program plus annotations is
 a scored ``Outcome(status="error")`` (nothing is run); a program Dafny cannot parse or resolve is
-``status="error"``; a run past the wall-clock limit is ``status="timeout"``.
+``status="error"``. The budget is Boogie's resource limit (`rlimit` z3 units per implementation,
+``details["budget_kind"]`` = "boogie-rlimit"): an implementation that spends it is not verified,
+the same verdict on any machine. Wall time is only a hang guard (Boogie's per-implementation
+`time_limit` and the sandbox's wall clock, both far above what the rlimit takes): a run it stops
+is retried once, then its status is "infrastructure" (not the program's failure, never cached). A
+process killed at its CPU-time backstop is ``status="budget"``.
 
 Dafny's verdicts are cached persistently by program hash (`verdict_key` of the checker version,
-the verifier's identity, the time limits and the program; ``cache_dir("dafny")/dafny-verdicts.sqlite``
-by default): a build or an RL run re-checks the same drafts many times, and one check costs
-seconds of mono start-up and z3. Only verdicts Dafny itself gave are stored (never a timeout, a
-sandbox refusal, or a run without a verdict). `check_many` verifies independent programs in
-parallel (`workers` sandboxed runs at once).
+the verifier's identity, the rlimit and CPU backstop, and the program;
+``cache_dir("dafny")/dafny-verdicts.sqlite`` by default): a build or an RL run re-checks the same
+drafts many times, and one check costs seconds of mono start-up and z3. Only verdicts Dafny itself
+gave are stored (never a hang-guard stop, a sandbox refusal, or a run without a verdict).
+`check_many` verifies independent programs in parallel (`workers` sandboxed runs at once).
 """
 
 from __future__ import annotations
@@ -22,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from cm_gym.domains.dafny.annotations import AnnotationError, extract_annotations
-from cm_gym.domains.dafny.verifier import DafnyVerifier
+from cm_gym.domains.dafny.verifier import HANG_TIME_LIMIT, RLIMIT, DafnyVerifier
+from cm_gym.evaluators.budgets import BOOGIE_RLIMIT, budget_details, infrastructure, retry_once
 from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxError
 from cm_gym.evaluators.verdicts import VerdictCache, outcome_from_json, outcome_to_json, verdict_key
 from cm_gym.paths import cache_dir
 from cm_gym.types import TRUNCATION, Action, AgentState, Outcome, truncate
 
-CHECKER_VERSION = "1"
+CHECKER_VERSION = "2"  # 2: budgets in rlimit units, wall time only a hang guard (issue 25)
 SCHEMA = "cm_gym.dafny_verdicts.v1"
 _DEFAULT_CACHE = object()
 
@@ -53,21 +59,25 @@ class DafnyEvaluator:
     """`check(state, action)` for Dafny tasks. Creating it raises `ToolNotFoundError` (one clear
     message with the install command) when the verifier is not installed.
 
-    Arguments: `time_limit` (Dafny's per-implementation limit, s), `limits` / `sandbox` (the run's),
-    `cache` (a path, None for memory only; default `default_cache_path()`), `workers` (parallel
-    runs in `check_many`)."""
+    Arguments: `rlimit` (Boogie's resource limit per implementation: the budget), `time_limit`
+    (Boogie's per-implementation wall-clock limit, s: a hang guard), `limits` / `sandbox` (the
+    run's; its wall clock is a hang guard too), `cache` (a path, None for memory only; default
+    `default_cache_path()`), `workers` (parallel runs in `check_many`)."""
 
     def __init__(
         self,
         verifier: DafnyVerifier | None = None,
         *,
-        time_limit: int = 30,
+        time_limit: int = HANG_TIME_LIMIT,
         limits: Limits | None = None,
         sandbox: Sandbox | None = None,
         cache: Any = _DEFAULT_CACHE,
         workers: int = 2,
+        rlimit: int = RLIMIT,
     ) -> None:
-        self.verifier = verifier or DafnyVerifier(sandbox, time_limit=time_limit, limits=limits)
+        self.verifier = verifier or DafnyVerifier(
+            sandbox, time_limit=time_limit, limits=limits, rlimit=rlimit
+        )
         path = default_cache_path() if cache is _DEFAULT_CACHE else cache
         self.cache = VerdictCache(path, schema=SCHEMA, what="dafny verdict cache")
         self.workers = max(1, int(workers))
@@ -95,7 +105,7 @@ class DafnyEvaluator:
     def _key(self, text: str) -> str:
         v = self.verifier
         return verdict_key({"checker": CHECKER_VERSION, "dafny": _tool_identity(v.dafny), "program": text,
-                            "time_limit": v.time_limit, "wall_s": v.limits.wall_s, "cpu_s": v.limits.cpu_s})  # fmt: skip
+                            "rlimit": v.rlimit, "cpu_s": v.limits.cpu_s})  # fmt: skip
 
     def _check(self, program: str, text: str) -> Outcome:
         try:
@@ -109,7 +119,7 @@ class DafnyEvaluator:
         cached = self.cache.get(key)
         if cached is not None:
             return outcome_from_json(cached, cached_hit=True)
-        outcome = self._run(text, len(annotations))
+        outcome = retry_once(lambda: self._run(text, len(annotations)), "dafny run")
         if outcome.status == "ok" or outcome.details.get("parse_failed"):
             self.cache.put(key, outcome_to_json(outcome))
         return outcome
@@ -123,15 +133,28 @@ class DafnyEvaluator:
         details: dict[str, Any] = {
             "members": dict(report.members),
             "timed_out": list(report.timed_out_members),
+            "out_of_resource": list(report.out_of_resource_members),
             "verifier_errors": list(report.errors),
             "annotations": n_annotations,
             "wall_s": round(run.wall_s, 3),
             "isolation": run.isolation,
+            **budget_details(BOOGIE_RLIMIT, self.verifier.rlimit),
         }
         errors = "; ".join(report.errors[:3])
         if run.timed_out:
-            reason = f"dafny ran past the {self.verifier.limits.wall_s:.0f}s limit"
-            return Outcome(0.0, False, feedback=reason, status="timeout", reason=reason, details=details)
+            reason = (
+                f"dafny ran past the sandbox's wall-clock hang guard of {self.verifier.limits.wall_s:.0f} s"
+            )
+            return infrastructure(reason, **details)
+        if report.timed_out_members:
+            reason = (
+                f"Boogie's wall-clock hang guard of {self.verifier.time_limit} s per implementation stopped "
+                + ", ".join(report.timed_out_members[:5])
+            )
+            return infrastructure(reason, **details)
+        if run.signal and run.describe_exit().endswith("(CPU limit)"):
+            reason = f"a verifier process used more than its {self.verifier.limits.cpu_s:.0f} s of CPU time"
+            return Outcome(0.0, False, feedback=reason, status="budget", reason=reason, details=details)
         if report.parse_failed:
             details["parse_failed"] = True
             msg = f"dafny could not parse/resolve the program: {errors}"
@@ -146,7 +169,8 @@ class DafnyEvaluator:
         if report.solved:
             return Outcome(1.0, True, feedback=f"verified ({n} members)", status="ok", details=details)
         failed = [m for m, ok in report.members.items() if not ok]
-        timed = f"; timed out: {', '.join(report.timed_out_members)}" if report.timed_out_members else ""
+        spent = report.out_of_resource_members
+        timed = f"; out of resource (rlimit {self.verifier.rlimit}): {', '.join(spent)}" if spent else ""
         feedback = (
             f"{report.verified}/{n} members verified; not verified: {', '.join(failed[:5])}{timed}. {errors}"
         )

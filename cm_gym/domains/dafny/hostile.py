@@ -2,7 +2,9 @@
 writing), for the tests and `bench/bench_isolation.py`: each is (name, class, program, action); the
 action must be refused by `extract_annotations` with a reason. Classes: code hidden after an
 annotation, comment/string disagreement between a checker and Dafny, verification switched off
-(``assume``, attributes, ``decreases *``), and new or changed program text."""
+(``assume``, attributes, ``decreases *``), new or changed program text, and (issue 25) escapes
+through the ghost statements a proof author may insert (``assert … by``, ``calc``, ``forall``,
+lemma calls, ``ghost var``)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,10 @@ COLLATZ = """method Collatz(n: nat)
 }
 """
 AFTER_LOOP = "  }\n}"
+#: a method declared possibly non-terminating, and a second one that is not (issue 25 probes)
+TWO = COLLATZ.replace("(n: nat)\n", "(n: nat)\n  decreases *\n") + COLLATZ.replace("Collatz", "Halting")
+#: a program with a lemma that has a body and one that is a bodiless axiom
+LEMMAS = SUM + "lemma Helper(n: nat)\n  ensures n * (n + 1) % 2 == 0\n{\n}\n"
 
 
 def after_loop(text: str) -> str:
@@ -61,4 +67,19 @@ PROBES = [
     ("assertion_swallowing_a_statement", "code after an annotation", SUM, SUM.replace("    s := s + i;\n", "    assert s := s + i;\n")),
     ("lemma_added", "new or changed program text", SUM, SUM + "lemma {:axiom} Cheat() ensures false\n"),
     ("include_added", "new or changed program text", SUM, 'include "/etc/passwd"\n' + SUM),
+    # issue 25: ghost statements are accepted, escapes through them are not
+    ("assume_in_an_assert_by_block", "ghost statement escapes", SUM, after_loop("  assert s == n * (n + 1) / 2 by { assume false; }")),
+    ("assignment_in_an_assert_by_block", "ghost statement escapes", SUM, after_loop("  assert true by { s := n * (n + 1) / 2; }")),
+    ("bodiless_loop_in_an_assert_by_block", "ghost statement escapes", SUM, after_loop("  assert s == n * (n + 1) / 2 by { while true invariant false }")),
+    ("axiom_attribute_in_an_assert_by_block", "ghost statement escapes", SUM, after_loop("  assert true by { assert {:axiom} false; }")),
+    ("assume_in_a_calc_hint", "ghost statement escapes", SUM, after_loop("  calc { s; { assume false; } n * (n + 1) / 2; }")),
+    ("forall_statement_without_a_body", "ghost statement escapes", SUM, after_loop("  forall k: nat | k < n ensures false;")),
+    ("call_of_a_method_not_a_lemma", "ghost statement escapes", SUM, after_loop("  var t := Sum(n);")),
+    ("call_of_an_undeclared_lemma", "ghost statement escapes", LEMMAS, LEMMAS.replace(AFTER_LOOP, "  }\n  Cheat(n);\n}", 1)),
+    ("lemma_call_swallowing_code", "ghost statement escapes", LEMMAS, LEMMAS.replace(AFTER_LOOP, "  }\n  Helper(n); s := 0;\n}", 1)),
+    ("ghost_var_assigning_a_program_variable", "ghost statement escapes", SUM, after_loop("  ghost var t := 0; s := t;")),
+    ("reveal_with_an_assignment", "ghost statement escapes", SUM, after_loop("  reveal s := 0;")),
+    ("verify_false_attribute_in_a_forall_body", "ghost statement escapes", SUM, after_loop("  forall k: nat | k < n ensures k < n { assert {:verify false} true; }")),
+    ("decreases_star_added_to_a_terminating_method", "assume / attributes / decreases *", TWO,
+     TWO.replace("method Halting(n: nat)\n", "method Halting(n: nat)\n  decreases *\n")),
 ]  # fmt: skip

@@ -1,10 +1,17 @@
 """Run Debian's Dafny 2.3 (``dafny /compile:0 /trace``) in the sandbox and read its verdicts.
 
 ``/trace`` prints, per Boogie implementation, ``Verifying <Kind>$$<module>.<class>.<member> ...``
-followed by ``[t s, n proof obligations]  verified|error|errors|timed out|out of memory|
-inconclusive``. A Dafny member (method, lemma, function, ...) is verified when all of its
+followed by ``[t s, n proof obligations]  verified|error|errors|timed out|out of resource|out of
+memory|inconclusive``. A Dafny member (method, lemma, function, ...) is verified when all of its
 implementations (well-formedness check, body, override check) are; U = verified members / all
 members. Parse and resolution errors produce no such lines and are reported as such.
+
+The budget is Boogie's ``/rlimit``: z3 resource units per implementation (each implementation is
+one z3 session; ``(reset)`` starts the count again), the same count on every machine, however
+busy. An implementation that spends it is "out of resource" (or z3 answers Boogie's next command
+with "max. resource limit exceeded", a ``Prover error`` line before the implementation's
+``Verifying`` line): not verified, like an error. ``/timeLimit`` is only a hang guard far above
+what the rlimit takes; an implementation it stops ("timed out") says nothing about the program.
 """
 
 from __future__ import annotations
@@ -21,7 +28,10 @@ logger = logging.getLogger(__name__)
 
 INSTALL_HINT = "install it with `apt-get install -y dafny` (Debian's Dafny 2.3, which brings mono and z3)"
 _VERIFYING = re.compile(r"^Verifying (\w+)\$\$(\S+) \.\.\.\s*$")
-_RESULT = re.compile(r"^\s*\[[^\]]*\]\s+(verified|errors?|timed out|out of memory|inconclusive)\s*$")
+_RESULT = re.compile(
+    r"^\s*\[[^\]]*\]\s+(verified|errors?|timed out|out of resource|out of memory|inconclusive)\s*$"
+)
+_RESOURCE = re.compile(r"^Prover error: .*resource limit exceeded")
 _SUMMARY = re.compile(r"Dafny program verifier finished with (\d+) verified, (\d+) errors?")
 _ERROR = re.compile(r"^(?:\S+)\((\d+),(\d+)\): (Error[^:]*): (.*)$")
 _PARSE = re.compile(r"(\d+) (parse|resolution/type) errors? detected")
@@ -44,6 +54,7 @@ class VerifierReport:
     summary: tuple[int, int] | None = None
     parse_failed: bool = False
     timed_out_members: tuple[str, ...] = ()
+    out_of_resource_members: tuple[str, ...] = ()
 
     @property
     def verified(self) -> int:
@@ -88,15 +99,24 @@ def parse_output(text: str) -> VerifierReport:
     """Read the verdicts of a ``/trace`` run (see module doc)."""
     members: dict[str, bool] = {}
     timed_out: list[str] = []
+    no_resource: list[str] = []
     errors: list[str] = []
     current: str | None = None
     parse_failed = False
     summary: tuple[int, int] | None = None
+    resource_hit = False  # a "max. resource limit exceeded" prover error announces the next one
     for line in text.splitlines():
+        if _RESOURCE.match(line):
+            resource_hit = True
+            continue
         m = _VERIFYING.match(line)
         if m:
             current = _member(m.group(2))
             members.setdefault(current, True)
+            if resource_hit:
+                members[current] = False
+                no_resource.append(current)
+                resource_hit = False
             continue
         r = _RESULT.match(line)
         if r and current is not None:
@@ -104,6 +124,8 @@ def parse_output(text: str) -> VerifierReport:
                 members[current] = False
                 if r.group(1) == "timed out":
                     timed_out.append(current)
+                elif r.group(1) == "out of resource" and current not in no_resource:
+                    no_resource.append(current)
             current = None
             continue
         e = _ERROR.match(line)
@@ -117,19 +139,35 @@ def parse_output(text: str) -> VerifierReport:
         s = _SUMMARY.search(line)
         if s:
             summary = (int(s.group(1)), int(s.group(2)))
-    return VerifierReport(members, tuple(errors), summary, parse_failed, tuple(timed_out))
+    return VerifierReport(
+        members, tuple(errors), summary, parse_failed, tuple(timed_out), tuple(dict.fromkeys(no_resource))
+    )
 
 
+#: z3 resource units per Boogie implementation. Chosen from measurements
+#: (`bench/bench_dafny_rlimit.py`, ``docs/budgets.md``): the most any of the 445 DafnyBench ground
+#: truths needs in one implementation, times a factor of about 5.
+RLIMIT = 50_000_000
+#: Boogie's per-implementation wall-clock limit, kept only as a hang guard (seconds)
+HANG_TIME_LIMIT = 600
+#: the sandbox's limits: wall clock is the run's hang guard; CPU time per process a backstop far
+#: above what the rlimit allows (the z3 process serves every implementation of a file)
 DEFAULT_LIMITS = Limits(
-    wall_s=120.0, cpu_s=240.0, memory_mb=4096, max_procs=256, max_file_mb=64, output_chars=400_000
+    wall_s=1800.0, cpu_s=1200.0, memory_mb=4096, max_procs=256, max_file_mb=64, output_chars=400_000
 )
 
 
 class DafnyVerifier:
-    """Runs one Dafny program in the sandbox; `time_limit` is Dafny's per-implementation limit."""
+    """Runs one Dafny program in the sandbox; `rlimit` is Boogie's per-implementation resource
+    limit (the budget), `time_limit` its per-implementation wall-clock limit (a hang guard)."""
 
     def __init__(
-        self, sandbox: Sandbox | None = None, *, time_limit: int = 30, limits: Limits | None = None
+        self,
+        sandbox: Sandbox | None = None,
+        *,
+        time_limit: int = HANG_TIME_LIMIT,
+        limits: Limits | None = None,
+        rlimit: int = RLIMIT,
     ) -> None:
         self.dafny = find_dafny()
         self.limits = limits or DEFAULT_LIMITS
@@ -138,10 +176,12 @@ class DafnyVerifier:
             self.limits, extra_paths=(os.path.dirname(os.path.realpath(self.dafny)),)
         )
         self.time_limit = int(time_limit)
+        self.rlimit = int(rlimit)
 
     def argv(self, filename: str = "task.dfy") -> list[str]:
         """The verifier command line (relative to the copy)."""
-        return [self.dafny, "/compile:0", "/trace", "/nologo", f"/timeLimit:{self.time_limit}", filename]
+        return [self.dafny, "/compile:0", "/trace", "/nologo", f"/rlimit:{self.rlimit}",
+                f"/timeLimit:{self.time_limit}", filename]  # fmt: skip
 
     def verify(self, program: str) -> tuple[VerifierReport, SandboxResult]:
         """Verify `program` in a throw-away copy; the report and the raw run."""

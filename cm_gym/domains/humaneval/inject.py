@@ -11,7 +11,9 @@ accumulator's start value), the same slip recurs across problems that share the 
 Vetting runs the trusted-derived program (canonical or mutant) in a killable worker
 (`_vet.py`): on the converted cases, or on upstream's ``check`` for pytest-mode problems (program
 and test together, as upstream's harness runs them — our own derived code, never an agent's);
-results are cached by the loader.
+results are cached by the loader. Its deadlines are CPU time (the same on a busy machine); the
+worker's wall clock is only a hang guard: a problem whose vetting it stops (twice) is left out of
+this load, listed in ``LoadReport.unverified`` and not cached.
 """
 
 from __future__ import annotations
@@ -30,8 +32,13 @@ from cm_gym.evaluators.worker import Worker
 logger = logging.getLogger(__name__)
 MAX_BUGS_PER_PROBLEM = 3
 TRIES_PER_FAMILY = 4
-VET_CASE_S = 0.25
-VET_CHECK_S = 5.0
+VET_CASE_S = 0.25  # CPU seconds per converted case
+VET_CHECK_S = 5.0  # CPU seconds for upstream's check
+HANG_FACTOR = 20.0  # the worker's wall-clock hang guard, times its CPU budget
+
+
+class _Unverified(Exception):
+    """The hang guard stopped a vetting run: the machine, not the program."""
 
 
 @dataclass(frozen=True)
@@ -66,15 +73,19 @@ class Injector:
         """Per-test pass flags, or None when the run timed out or blew its memory cap."""
         if self._worker is None:
             self._worker = Worker("cm_gym.domains.humaneval._vet", memory_mb=512)
-        if suite.mode == "cases":
-            cases = [[c.name, c.expr, c.input, c.expected] for c in suite.cases]
-            res = self._worker.call("run_cases", program, suite.function, cases, VET_CASE_S,
-                                    timeout=VET_CASE_S * (len(cases) + 4))  # fmt: skip
-            return [bool(x) for x in res.value] if res.ok else None
-        res = self._worker.call(
-            "run_check", program, test_source, function, VET_CHECK_S, timeout=VET_CHECK_S + 2
-        )
-        return [bool(x) for x in res.value] if res.ok else None
+        for _attempt in range(2):
+            if suite.mode == "cases":
+                cases = [[c.name, c.expr, c.input, c.expected] for c in suite.cases]
+                cpu = VET_CASE_S * (len(cases) + 4)
+                res = self._worker.call("run_cases", program, suite.function, cases, VET_CASE_S,
+                                        timeout=HANG_FACTOR * cpu, cpu_budget_s=cpu)  # fmt: skip
+            else:
+                cpu = VET_CHECK_S + 2
+                res = self._worker.call("run_check", program, test_source, function, VET_CHECK_S,
+                                        timeout=HANG_FACTOR * cpu, cpu_budget_s=cpu)  # fmt: skip
+            if res.status != "timeout":
+                return [bool(x) for x in res.value] if res.ok else None
+        raise _Unverified(res.error)
 
     # -- one problem ----------------------------------------------------------------------------
     def bugs_for(
@@ -85,7 +96,11 @@ class Injector:
         program = row["prompt"] + row["canonical_solution"]
         entry = self.cache.get(task_id)
         if entry is None:
-            entry = self._vet(row, program, suite)
+            try:
+                entry = self._vet(row, program, suite)
+            except _Unverified as exc:
+                report.unverified.append((task_id, f"bug vetting stopped by its hang guard: {exc}"))
+                return suite, []
             self.cache[task_id] = entry
             self.changed = True
         if entry.get("refused"):

@@ -27,7 +27,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from cm_gym.domains.base import LoadReport, source_digest
+from cm_gym.domains.base import LoadReport, refused_message, source_digest
 from cm_gym.domains.code.program import program_features
 from cm_gym.domains.humaneval.checks import convert_check
 from cm_gym.domains.humaneval.families import docstring_of, shape_features
@@ -60,8 +60,9 @@ def humaneval_file(root: Path | str | None = None) -> Path:
     )
 
 
-def read_problems(path: Path) -> list[dict[str, Any]]:
-    """The problems of a HumanEval file (each line one JSON object with the five fields)."""
+def read_problems(path: Path, refused: list[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+    """The problems of a HumanEval file (each line one JSON object with the five fields). A line
+    that is not one is refused: listed in `refused` when given (the rest load), else an error."""
     try:
         raw = path.read_bytes()[: MAX_BYTES + 1]
         text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode("utf-8")
@@ -73,13 +74,25 @@ def read_problems(path: Path) -> list[dict[str, Any]]:
             continue
         try:
             row = json.loads(line)
+            if not isinstance(row, dict):
+                raise HumanEvalLayoutError(f"{path}: line {i + 1} is not a JSON object")
+            missing = [
+                k for k in ("task_id", "prompt", "canonical_solution", "test", "entry_point")
+                if not isinstance(row.get(k), str)
+            ]  # fmt: skip
+            if missing:
+                raise HumanEvalLayoutError(f"{path}: line {i + 1} lacks {', '.join(missing)}")
         except json.JSONDecodeError as exc:
-            raise HumanEvalLayoutError(f"{path}: line {i + 1} is not JSON ({exc.msg})") from None
-        missing = [
-            k for k in ("task_id", "prompt", "canonical_solution", "test", "entry_point") if k not in row
-        ]
-        if missing:
-            raise HumanEvalLayoutError(f"{path}: line {i + 1} lacks {', '.join(missing)}")
+            why = f"{path}: line {i + 1} is not JSON ({exc.msg})"
+            if refused is None:
+                raise HumanEvalLayoutError(why) from None
+            refused.append((f"{path}:{i + 1}", why))
+            continue
+        except HumanEvalLayoutError as exc:
+            if refused is None:
+                raise
+            refused.append((f"{path}:{i + 1}", str(exc)))
+            continue
         rows.append(row)
     return rows
 
@@ -157,7 +170,7 @@ def _digest(path: Path) -> str:
 def _load(path_text: str) -> tuple[tuple[Task, ...], LoadReport]:
     path = Path(path_text)
     report = LoadReport()
-    rows = read_problems(path)
+    rows = read_problems(path, report.refused)
     cache_file = cache_dir("humaneval") / f"vetted-{_digest(path)}.json"
     try:
         cached = json.loads(cache_file.read_text(encoding="utf-8")) if cache_file.is_file() else {}
@@ -184,7 +197,11 @@ def load_humaneval_tasks(
 ) -> list[Task]:
     """CodeHumanEval's tasks (ids ``humaneval-<n>-<family>``), in problem order."""
     tasks, seen = _load(str(humaneval_file(root)))
+    if seen.unverified:  # a vetting run the hang guard stopped: try again on the next load
+        _load.cache_clear()
+    if seen.refused and report is None:
+        raise HumanEvalLayoutError(refused_message(list(seen.refused), "HumanEval"))
     if report is not None:
-        for part in ("refused", "dropped", "notes"):
+        for part in ("refused", "dropped", "notes", "unverified"):
             getattr(report, part).extend(getattr(seen, part))
     return list(tasks[:limit] if limit is not None else tasks)

@@ -10,8 +10,8 @@ Score (U in {0, 1}; a proof is either checked or not):
   the statement file, ``AdmitAxiom.proof_admitted``, unsafe fixpoints …); Coq rejected a sentence
   or ``Qed`` (goals left); the script was refused before running (status "refused": forbidden
   command, a library not on the fixed list; "error": not Coq sentences); the statement itself does
-  not load or requires a library not on the list (status "error"); ``coqc`` was killed at the
-  wall-clock limit (status "timeout").
+  not load or requires a library not on the list (status "error"); ``coqc`` used its CPU-time budget
+  (status "budget").
 
 No partial credit: the open-goal count cannot tell a step towards the theorem from a detour
 (``assert True. exact I.`` closes a goal it opened; ``assert False`` moves the whole theorem into
@@ -21,6 +21,13 @@ counts stay in the feedback and in `Outcome.details` ("open_goals"), as informat
 
 Feedback is Coq's first error, located in the script (sentence number and text) with the goal
 counts. Verdicts are cached (`verdicts`); `check_many` checks independent scripts in parallel.
+
+Budget (issue 25): CPU time of the ``coqc`` process (``limits.cpu_s``, its ``RLIMIT_CPU``;
+``details["budget_kind"]`` = "cpu-seconds"), the same verdict on a quiet and on a busy machine: a
+script that spends it is stopped at the sentence it was running (status "budget", score 0,
+never cached). Coq's per-sentence ``Timeout`` (`tactic_timeout`, `qed_timeout`) and
+the sandbox's wall clock are only hang guards far above it: a run they stop ("Timeout!") is
+retried once, then its status is "infrastructure" (not the script's failure, never cached).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from cm_gym.domains.math.coqtool import CoqInstall, LibraryError, coq_install, f
 from cm_gym.domains.math.script import ProofScript, ScriptError, parse_script
 from cm_gym.domains.math.statement import statement_of
 from cm_gym.domains.math.verdicts import VerdictCache, verdict_key
+from cm_gym.evaluators.budgets import CPU_SECONDS, budget_details, infrastructure, retry_once
 from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxError, SandboxResult
 from cm_gym.evaluators.verdicts import outcome_from_json as _outcome_from
 from cm_gym.evaluators.verdicts import outcome_to_json as _outcome_to
@@ -45,10 +53,15 @@ from cm_gym.types import TRUNCATION, Action, AgentState, Outcome, Task, truncate
 
 logger = logging.getLogger(__name__)
 
-CHECKER_VERSION = "2"
+CHECKER_VERSION = "3"  # 2: no partial credit (issue 27); 3: a CPU-time budget, wall clock only a hang guard (issue 25)
+#: `cpu_s`: the CPU-time budget of one ``coqc`` run (the 62 shipped reference proofs use at most a few
+#: seconds, `bench/bench_budgets.py`); `wall_s`: the run's wall-clock hang guard
 DEFAULT_LIMITS = Limits(
-    wall_s=120.0, cpu_s=120.0, memory_mb=4096, max_procs=16, max_file_mb=64, output_chars=300_000
+    wall_s=1200.0, cpu_s=60.0, memory_mb=4096, max_procs=16, max_file_mb=64, output_chars=300_000
 )
+#: Coq's per-sentence ``Timeout`` (wall clock), kept only as a hang guard (seconds)
+HANG_TACTIC_S = 600
+HANG_QED_S = 600
 _DEFAULT_CACHE = object()
 
 
@@ -56,8 +69,9 @@ class MathEvaluator:
     """`check(state, action)` for math tasks. Creating it raises `ToolNotFoundError` (one message
     with the install command) when ``coqc`` is not installed.
 
-    Arguments: `tactic_timeout` (Coq ``Timeout`` per tactic sentence, s), `qed_timeout` (for the
-    kernel check at ``Qed``), `limits` (the sandbox's wall / CPU / memory limits per run), `cache`
+    Arguments: `tactic_timeout` (Coq ``Timeout`` per tactic sentence, s: a hang guard), `qed_timeout`
+    (for the kernel check at ``Qed``: a hang guard), `limits` (the sandbox's per-run limits: `cpu_s`
+    the budget, `wall_s` a hang guard, memory), `cache`
     (a path, None for memory only; default ``cache_dir("math")/coq-verdicts.sqlite``), `workers`
     (parallel runs in `check_many`), `coqc` (the executable; default ``$CM_GYM_COQC`` or PATH).
     """
@@ -65,8 +79,8 @@ class MathEvaluator:
     def __init__(
         self,
         *,
-        tactic_timeout: int = 10,
-        qed_timeout: int = 30,
+        tactic_timeout: int = HANG_TACTIC_S,
+        qed_timeout: int = HANG_QED_S,
         limits: Limits | None = None,
         sandbox: Sandbox | None = None,
         cache: Any = _DEFAULT_CACHE,
@@ -117,7 +131,7 @@ class MathEvaluator:
                 "prefix": statement.prefix,
                 "declared": list(statement.declared),
                 "script": script.text(),
-                "timeouts": [self.tactic_timeout, self.qed_timeout],
+                "cpu_s": self.limits.cpu_s,
             }
         )
         cached = self.cache.get(key)
@@ -136,17 +150,20 @@ class MathEvaluator:
             return Outcome(0.0, False, feedback=msg, status="error", reason=msg)
         except LibraryError as exc:
             return Outcome(0.0, False, feedback=f"script refused: {exc}", status="refused", reason=str(exc))
+        outcome = retry_once(lambda: self._run(plan, script, statement.declared), "coqc run")
+        if outcome.status in ("ok", "refused") or outcome.details.get("where") == "statement":
+            self.cache.put(key, _outcome_to(outcome))
+        return outcome
+
+    def _run(self, plan: Any, script: ProofScript, declared: tuple[str, ...]) -> Outcome:
         argv = [self.install.coqc, "-q", "-no-glob", "-o", "scratch/task.vo", FILENAME]
         try:
             run = self.sandbox.run(argv, {FILENAME: plan.text}, limits=self.limits)
         except SandboxError as exc:
             return Outcome(0.0, False, feedback=str(exc), status="refused", reason=str(exc))
         self.runs += 1
-        verdict = read_verdict(plan, run.stdout, run.stderr, run.returncode, statement.declared)
-        outcome = self._score(verdict, script, run)
-        if outcome.status in ("ok", "refused") or verdict.where == "statement":
-            self.cache.put(key, _outcome_to(outcome))
-        return outcome
+        verdict = read_verdict(plan, run.stdout, run.stderr, run.returncode, declared)
+        return self._score(verdict, script, run)
 
     def _score(self, v: CoqVerdict, script: ProofScript, run: SandboxResult) -> Outcome:
         details: dict[str, Any] = {
@@ -158,7 +175,23 @@ class MathEvaluator:
             "wall_s": round(run.wall_s, 3),
             "isolation": run.isolation,
             "coq": self.install.short_version,
+            **budget_details(CPU_SECONDS, self.limits.cpu_s, run.cpu_s),
         }
+        if run.timed_out:
+            return infrastructure(
+                f"coqc ran past the sandbox's wall-clock hang guard of {self.limits.wall_s:.0f} s", **details
+            )
+        if v.where == "sentence" and v.error.startswith("Timeout"):
+            return infrastructure(
+                f"Coq's per-sentence wall-clock hang guard stopped sentence {v.failed}", **details
+            )
+        if v.where == "none" and run.describe_exit().endswith("(CPU limit)"):
+            msg = (
+                f"coqc used its CPU-time budget of {self.limits.cpu_s:g} s at sentence {v.failed} "
+                f"(after {v.accepted} accepted)"
+            )
+            return Outcome(0.0, False, feedback=truncate(msg, TRUNCATION["feedback"]), status="budget",
+                           reason=msg, details=details)  # fmt: skip
         if v.where == "proof":
             if v.disallowed:
                 msg = "coqc accepted Qed, but the proof depends on what a proof may not use: " + ", ".join(
@@ -189,9 +222,6 @@ class MathEvaluator:
             msg = f"the task's statement does not load with the standard library: {v.error}"
             return Outcome(0.0, False, feedback=truncate(msg, TRUNCATION["feedback"]), status="error",
                            reason=msg, details=details)  # fmt: skip
-        if run.timed_out:
-            msg = f"coqc ran past the {self.limits.wall_s:.0f}s wall-clock limit"
-            return Outcome(0.0, False, feedback=msg, status="timeout", reason=msg, details=details)
         tail = " | ".join((run.stderr or run.stdout).strip().splitlines()[-3:])
         msg = f"coqc gave no verdict ({run.describe_exit()}): {tail}"
         return Outcome(0.0, False, feedback=truncate(msg, TRUNCATION["feedback"]), status="error", reason=msg,

@@ -8,10 +8,12 @@ python-sat solver under the budget, verify a model clause by clause; U = 1 for a
 an UNSAT answer within the budget.
 
 `check` never raises: bad input becomes an `Outcome` with status "error" / "refused" / "budget".
-Parsing, solving and model checks run in a reused killable worker (`cm_gym.domains.isolated`) with
-a hard wall-clock bound (`time_limit_s`, status "timeout") and a memory cap (`memory_mb`, status
-"budget"): conflicts bound a solver's search, not the time one propagation round over a huge
-clause set takes.
+Parsing, solving and model checks run in a reused killable worker (`cm_gym.domains.isolated`):
+conflicts bound a solver's search (the verdict's budget, ``details["budget_kind"]`` =
+"sat-conflicts"), not the time one propagation round over a huge clause set takes, so a CPU-time
+backstop (`cpu_limit_s`, status "budget") and a memory cap (`memory_mb`, status "budget") bound
+the rest, and a wall-clock hang guard far above them (`time_limit_s`) stops a check the machine
+starved (status "infrastructure", retried once; `cm_gym.evaluators.budgets`).
 """
 
 from __future__ import annotations
@@ -36,14 +38,18 @@ from cm_gym.domains.sat.solver import (
     parse_config,
     solve,
 )
+from cm_gym.evaluators.budgets import SAT_CONFLICTS, budget_details
 from cm_gym.types import CmGymError, Outcome, Task
 
 logger = logging.getLogger(__name__)
 
 MAX_ACTION_CHARS = 20_000
 SHOWN_VIOLATIONS = 4
-#: the hard bounds of one check (conflict budgets bound the search; these bound everything else)
-TIME_LIMIT_S = 30.0
+#: the bounds of one check besides its conflict budget: CPU time (the backstop; the reference of
+#: every shipped or generated task uses well under 1 s of it, `bench/bench_budgets.py`), memory,
+#: and the wall-clock hang guard, ten times the CPU backstop
+CPU_LIMIT_S = 30.0
+TIME_LIMIT_S = 300.0
 MEMORY_MB = 1024
 
 
@@ -71,8 +77,9 @@ class SatEvaluator(IsolatedEvaluator):
 
     `conflict_budget` bounds the solve of an *encoding*; `encoding_solver` is the solver used for
     it. Solver-kind tasks use the budget in the action, capped by the task's allowance.
-    `time_limit_s` and `memory_mb` bound each check's wall clock and memory; `isolated=False` runs
-    checks in this process without those bounds (what the worker itself does).
+    `cpu_limit_s` and `memory_mb` bound each check's CPU time and memory, `time_limit_s` is its
+    wall-clock hang guard; `isolated=False` runs checks in this process without those bounds
+    (what the worker itself does).
     """
 
     def __init__(
@@ -82,19 +89,24 @@ class SatEvaluator(IsolatedEvaluator):
         time_limit_s: float = TIME_LIMIT_S,
         memory_mb: int = MEMORY_MB,
         isolated: bool = True,
+        cpu_limit_s: float = CPU_LIMIT_S,
     ) -> None:
         if encoding_solver not in BUDGET_SOLVERS or int(conflict_budget) <= 0:
             raise SolverConfigError(
                 f"encoding_solver must be one of {', '.join(BUDGET_SOLVERS)} and conflict_budget positive"
             )
-        if not float(time_limit_s) > 0 or int(memory_mb) <= 0:
-            raise SolverConfigError("time_limit_s and memory_mb must be positive")
+        if not float(time_limit_s) > 0 or not float(cpu_limit_s) > 0 or int(memory_mb) <= 0:
+            raise SolverConfigError("time_limit_s, cpu_limit_s and memory_mb must be positive")
         self.encoding_config = SolverConfig(encoding_solver, "default", False, int(conflict_budget))
         self.calls = 0
         self.isolated = bool(isolated)
         config = {"conflict_budget": int(conflict_budget), "encoding_solver": encoding_solver}
         self._checks = IsolatedChecks(
-            "cm_gym.domains.sat.engine", config, time_limit_s=time_limit_s, memory_mb=memory_mb
+            "cm_gym.domains.sat.engine",
+            config,
+            time_limit_s=time_limit_s,
+            memory_mb=memory_mb,
+            cpu_limit_s=cpu_limit_s,
         )
 
     def refusal(self, text: str) -> Outcome | None:
@@ -163,6 +175,7 @@ class SatEvaluator(IsolatedEvaluator):
             "clauses": len(compiled.clauses),
             "out_of_range_atoms": compiled.out_of_range,
             "phase": phase,
+            **budget_details(SAT_CONFLICTS, cfg.budget, result.conflicts),
         }
         if result.verdict == "unknown":
             return _fail("budget", f"the solver hit its budget of {cfg.budget} conflicts", **details)
@@ -212,6 +225,7 @@ class SatEvaluator(IsolatedEvaluator):
             "verdict": result.verdict,
             "conflicts": result.conflicts,
             "solver": config.solver,
+            **budget_details(SAT_CONFLICTS, config.budget, result.conflicts),
         }
         if result.verdict == "unknown":
             return _fail(

@@ -37,7 +37,7 @@ from cm_gym.domains.calibration import (
 )
 from cm_gym.domains.sat.dimacs import Cnf, parse_dimacs, read_dimacs_text
 from cm_gym.domains.sat.errors import DimacsError
-from cm_gym.domains.sat.evaluator import TIME_LIMIT_S
+from cm_gym.domains.sat.evaluator import CPU_LIMIT_S
 from cm_gym.domains.sat.solver import MAX_BUDGET, SolverConfig
 from cm_gym.paths import data_root
 from cm_gym.types import Task
@@ -202,8 +202,11 @@ def load_satlib_tasks(
         raise DimacsError(refused_message(refused, "DIMACS"))
     if report is not None:
         report.refused.extend(refused)
-    # a probe stopped by the wall-clock bound is cached too: the bound is part of the key
-    cache = ProbeCache("sat-" + REFERENCE_SOLVER, f"python-sat {pysat.__version__} {TIME_LIMIT_S}s")
+    # probes count conflicts; one stopped by the CPU backstop is cached with that bound in its key,
+    # one stopped by the wall-clock hang guard is never cached (`calibration`)
+    cache = ProbeCache(
+        "sat-" + REFERENCE_SOLVER, f"python-sat {pysat.__version__} conflicts cpu{CPU_LIMIT_S:g}s"
+    )
     tasks: list[Task] = []
     for fam, items in parsed.items():
         tasks.extend(_family_tasks(fam, items, cache, report))
@@ -251,6 +254,7 @@ def _tell(fam: str, calibration: Calibration, dropped: dict[str, str], report: L
         report.notes.append((f"family {fam}", calibration.describe("conflicts")))
         report.dropped.extend(dropped.items())
         report.family_of.update(dict.fromkeys(dropped, fam))
+        report.unverified.extend(calibration.unverified.items())
     if dropped:
         logger.warning(
             "SATLIB family %s: dropped %d of %d task(s) whose reference does not decide within the "

@@ -101,7 +101,7 @@ def config_edits(features: Mapping[str, Any], action: str) -> list[Edit]:
         "default",
         "smt",
         "(then simplify smt)",
-        {"QF_BV": "qfbv", "QF_LRA": "qflra"}.get(logic, "qflia"),
+        {"QF_BV": "qfbv", "QF_LRA": "qflra"}.get(logic, "smt"),  # never qflia: wall-clock inside z3
     ):
         if tactic != values.get("tactic", "default"):
             out.append(Edit(set_config_value(action, "tactic", tactic), "tactic", f"tactic -> {tactic}"))

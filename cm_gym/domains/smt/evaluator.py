@@ -34,14 +34,18 @@ from cm_gym.domains.smt.solver import (
     python_value,
     run,
 )
+from cm_gym.evaluators.budgets import Z3_RLIMIT, budget_details
 from cm_gym.types import CmGymError, Outcome, Task
 
 logger = logging.getLogger(__name__)
 
 SHOWN_VIOLATIONS = 4
-#: the hard bounds of one check: wall clock, and z3's memory ceiling (the worker may use
-#: `MEMORY_HEADROOM_MB` more before it is killed, so z3's own "out of memory" is seen first)
-TIME_LIMIT_S = 60.0
+#: the bounds of one check besides its rlimit: CPU time (the backstop for what the rlimit does not
+#: count; a reference at its allowance uses a few seconds, `bench/bench_budgets.py`), z3's memory
+#: ceiling (the worker may use `MEMORY_HEADROOM_MB` more before it is killed, so z3's own "out of
+#: memory" is seen first), and the wall-clock hang guard, ten times the CPU backstop
+CPU_LIMIT_S = 60.0
+TIME_LIMIT_S = 600.0
 MEMORY_MB = 2048
 MEMORY_HEADROOM_MB = 512
 
@@ -55,10 +59,12 @@ class SmtEvaluator(IsolatedEvaluator):
 
     `rlimit` bounds the check of an *encoding* script; solver tasks use the action's rlimit;
     `model_rlimit` bounds the decision of quantified assertions under a ``sat`` model. The rlimit
-    is z3's deterministic budget but not a time or memory bound (one ``repeat`` inside ``bvmul``
-    never returns): each check runs in a reused killable worker with `time_limit_s` of wall clock
-    (status "timeout") and `memory_mb` of memory (z3's own ceiling, plus a hard cap on the worker:
-    status "budget"). `isolated=False` checks in this process without those two bounds.
+    is z3's deterministic budget (``details["budget_kind"]`` = "z3-rlimit") but not a time or
+    memory bound (one ``repeat`` inside ``bvmul`` never returns): each check runs in a reused
+    killable worker with `cpu_limit_s` of CPU time and `memory_mb` of memory (z3's own ceiling,
+    plus a hard cap on the worker), both status "budget", and `time_limit_s` of wall clock as a
+    hang guard (status "infrastructure", retried once). `isolated=False` checks in this process
+    without those bounds.
     """
 
     def __init__(
@@ -68,9 +74,18 @@ class SmtEvaluator(IsolatedEvaluator):
         model_rlimit: int = MODEL_CHECK_RLIMIT,
         time_limit_s: float = TIME_LIMIT_S,
         isolated: bool = True,
+        cpu_limit_s: float = CPU_LIMIT_S,
     ) -> None:
-        if int(rlimit) <= 0 or int(memory_mb) <= 0 or int(model_rlimit) <= 0 or not float(time_limit_s) > 0:
-            raise SmtConfigError("rlimit, memory_mb, model_rlimit and time_limit_s must be positive")
+        if (
+            int(rlimit) <= 0
+            or int(memory_mb) <= 0
+            or int(model_rlimit) <= 0
+            or not float(time_limit_s) > 0
+            or not float(cpu_limit_s) > 0
+        ):
+            raise SmtConfigError(
+                "rlimit, memory_mb, model_rlimit, time_limit_s and cpu_limit_s must be positive"
+            )
         self.rlimit = int(rlimit)
         self.model_rlimit = int(model_rlimit)
         self.calls = 0
@@ -83,6 +98,7 @@ class SmtEvaluator(IsolatedEvaluator):
             config,
             time_limit_s=time_limit_s,
             memory_mb=int(memory_mb) + MEMORY_HEADROOM_MB,
+            cpu_limit_s=cpu_limit_s,
         )
 
     def check_here(self, task: Task, text: str) -> Outcome:
@@ -115,6 +131,7 @@ class SmtEvaluator(IsolatedEvaluator):
             "verdict": result.verdict,
             "rlimit_used": result.rlimit_used,
             "logic": vetted.logic,
+            **budget_details(Z3_RLIMIT, self.rlimit, result.rlimit_used),
         }
         if result.verdict == "unknown":
             status = "budget" if hit_limit(result) else "ok"
@@ -164,7 +181,11 @@ class SmtEvaluator(IsolatedEvaluator):
                 "error", f"task {task.task_id} names no SMT-LIB file with a sat/unsat/unknown status"
             )
         result = run(file_text(str(task.meta["path"])), config)
-        details: dict[str, Any] = {"verdict": result.verdict, "rlimit_used": result.rlimit_used}
+        details: dict[str, Any] = {
+            "verdict": result.verdict,
+            "rlimit_used": result.rlimit_used,
+            **budget_details(Z3_RLIMIT, config.rlimit, result.rlimit_used),
+        }
         if result.verdict == "unknown":
             if hit_limit(result):
                 return _fail("budget", f"z3 hit the resource limit of {config.rlimit}", **details)

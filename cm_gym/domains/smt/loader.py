@@ -41,7 +41,7 @@ from cm_gym.domains.calibration import (
     probe_references,
 )
 from cm_gym.domains.smt.errors import SmtLibError
-from cm_gym.domains.smt.evaluator import TIME_LIMIT_S
+from cm_gym.domains.smt.evaluator import CPU_LIMIT_S
 from cm_gym.domains.smt.logics import is_logic_name
 from cm_gym.domains.smt.smtlib import SmtFile, parse_smtlib, read_smtlib_text
 from cm_gym.domains.smt.solver import MAX_RLIMIT, SmtConfig
@@ -58,6 +58,9 @@ REFERENCE_TACTIC = {"QF_LIA": "smt", "QF_LRA": "default", "QF_BV": "(then simpli
 CALIBRATION_CAP = 20_000_000
 CALIBRATION_MARGIN = 1.5
 ALLOWANCE_FLOOR = 10_000
+#: the CPU backstop of a calibration probe: far above what `CALIBRATION_CAP` rlimit units cost,
+#: so that the rlimit, not CPU time, decides which files a folder serves (hang guard: ten times it)
+CALIBRATION_CPU_S = max(CPU_LIMIT_S, 600.0)
 LABELS = ("sat", "unsat")
 
 
@@ -83,7 +86,7 @@ def smtlib_task(info: SmtFile, task_id: str, allowance: int, meta: dict[str, str
         f"quantifiers: {'yes' if info.quantified else 'no'}\n"
         f"non-linear terms: {'yes' if info.has_nonlinear else 'no'}\nrlimit allowance: {allowance}\n\n"
         "Configuration: 'key: value' lines. logic: auto or an SMT-LIB logic (z3 SolverFor); tactic: "
-        "default, a z3 tactic (smt, simplify, qflia, qflra, qfbv, bit-blast, sat, ...) or (then ...) / "
+        "default, a z3 tactic (smt, simplify, qflra, qfbv, nlsat, bit-blast, sat, ...) or (then ...) / "
         "(or-else ...) / (repeat ...); rlimit: z3 resource units, at most the allowance. "
         "Solved = the benchmark's status, with a sat model that satisfies every assertion."
     )
@@ -197,7 +200,7 @@ def _probe_evaluator() -> Any:
     """One evaluator (one worker process) for every probe of this process."""
     from cm_gym.domains.smt.evaluator import SmtEvaluator
 
-    return SmtEvaluator()
+    return SmtEvaluator(cpu_limit_s=CALIBRATION_CPU_S, time_limit_s=10 * CALIBRATION_CPU_S)
 
 
 def _probe(items: list[_Parsed], budget: int) -> list[Probe]:
@@ -237,8 +240,11 @@ def load_smtlib_tasks(
     for item in parsed:
         if not chosen or item.info.logic in chosen:
             by_logic[item.info.logic].append(item)
-    # a probe stopped by the wall-clock bound is cached too: the bound is part of the key
-    cache = ProbeCache("smt-reference", f"z3 {z3.get_version_string()} {TIME_LIMIT_S}s")
+    # probes count rlimit units; one stopped by the CPU backstop is cached with that bound in its
+    # key, one stopped by the wall-clock hang guard is never cached (`calibration`)
+    cache = ProbeCache(
+        "smt-reference", f"z3 {z3.get_version_string()} rlimit cpu{CALIBRATION_CPU_S:g}s core-default"
+    )
     stems = collections.Counter((item.root, item.path.stem) for item in parsed)
     tasks: list[Task] = []
     for logic in sorted(by_logic):
@@ -298,6 +304,7 @@ def _logic_tasks(
             report.notes.append((f"logic {calibration.family}", calibration.describe("rlimit units")))
         report.dropped.extend(dropped.items())
         report.family_of.update(dict.fromkeys(dropped, calibration.family))
+        report.unverified.extend(calibration.unverified.items())
     if dropped:
         logger.warning(
             "SMTLIB logic %s: dropped %d of %d task(s) whose reference does not decide within the "

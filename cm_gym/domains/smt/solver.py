@@ -5,7 +5,14 @@ wall-clock timeout. Also the solver-configuration action of SMT-LIB tasks::
     tactic: (then simplify smt)    # default, a tactic name, or then / or-else / repeat of them
     rlimit: 2000000                # z3 resource units; must not exceed the task's allowance
 
-Non-deterministic combinators (``par-or``, ``par-then``, ``try-for``) are refused.
+Non-deterministic combinators (``par-or``, ``par-then``, ``try-for``) are refused, and so are the
+built-in strategies that run ``try_for`` inside z3 (`WALL_CLOCK_TACTICS`: ``qflia``'s ILP model
+finder, the ``qfnia`` / ``qfnra`` portfolios, which give up a sub-strategy after so many
+milliseconds of wall clock, so that their answer and rlimit count depend on machine load). For the
+same reason ``tactic: default`` on a logic whose z3 strategy holds such portfolios
+(`wall_clock_logic`: QF_LIA, the non-linear logics, and ``auto``, where z3 picks the strategy by
+probing the formula) is z3's SMT core (``SimpleSolver``) rather than ``SolverFor``; on the other
+logics it is ``SolverFor(logic)`` as before (issue 25: measured load-independent).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ TACTICS = (
     "propagate-values",
     "ctx-simplify",
     "elim-uncnstr",
-    "qflia",
+    "qflia",  # listed so that a config naming it is refused with the reason, not as unknown
     "qflra",
     "qfbv",
     "qfidl",
@@ -48,6 +55,8 @@ TACTICS = (
     "skip",
 )
 COMBINATORS = ("then", "or-else", "repeat")
+#: z3 strategies with wall-clock ``try_for`` inside (see the module docstring): refused
+WALL_CLOCK_TACTICS = frozenset({"qflia", "qfnia", "qfnra"})
 REFUSED_COMBINATORS = ("par-or", "par-then", "try-for", "cond", "fail-if", "using-params")
 CONFIG_KEYS = ("logic", "tactic", "rlimit")
 MAX_RLIMIT = 200_000_000
@@ -137,6 +146,11 @@ def _tactic_tree(text: str) -> Sexpr:
 
 def _validate_tactic(t: Sexpr) -> None:
     if isinstance(t, str):
+        if t in WALL_CLOCK_TACTICS:
+            raise SmtConfigRefused(
+                f"tactic {t!r} runs sub-strategies under wall-clock time limits inside z3, so its answer "
+                "would depend on machine load; use smt, nlsat or a then / or-else of deterministic tactics"
+            )
         if t not in TACTICS:
             raise SmtConfigError(f"unknown tactic {t!r}; choose from {', '.join(TACTICS)}")
         return
@@ -163,12 +177,20 @@ def _build_tactic(t: Sexpr, ctx: z3.Context) -> z3.Tactic:
     return z3.Repeat(subs[0], ctx=ctx)
 
 
+def wall_clock_logic(logic: str) -> bool:
+    """Whether z3's own strategy for `logic` (what ``tactic: default`` would run) holds
+    sub-strategies under wall-clock limits: QF_LIA (``qflia``), the non-linear integer and real
+    logics, and ``auto`` (z3 then probes the formula and may pick one of those)."""
+    name = solver_logic(logic)
+    return name in ("auto", "QF_LIA") or any(part in name for part in ("NIA", "NRA", "NIRA"))
+
+
 def make_solver(config: SmtConfig, ctx: z3.Context) -> z3.Solver:
     """The z3 solver a configuration asks for (in `ctx`), with its resource limit set."""
     if config.tactic != "default":
         solver = _build_tactic(_tactic_tree(config.tactic), ctx).solver()
-    elif solver_logic(config.logic) == "auto":
-        solver = z3.Solver(ctx=ctx)
+    elif wall_clock_logic(config.logic):
+        solver = z3.SimpleSolver(ctx=ctx)  # the SMT core: no strategy portfolio, no timers
     else:
         solver = z3.SolverFor(solver_logic(config.logic), ctx=ctx)
     solver.set("rlimit", config.rlimit)

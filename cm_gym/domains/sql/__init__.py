@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from cm_gym.domains.base import LoadReport
 from cm_gym.domains.sql.domain import SQLDomain
 from cm_gym.registry import register_benchmark
 from cm_gym.types import Task
@@ -21,11 +22,14 @@ def load_generated_tasks(seed: int = 0, n_tasks: int = 800) -> list[Task]:
     return load_tasks(seed=seed, n_tasks=n_tasks)
 
 
-def load_spider_tasks(root: Path | str | None = None, files: Sequence[str] = ("dev.json",)) -> list[Task]:
-    """Tasks of a Spider-layout folder (default ``data_root()/"spider"``)."""
+def load_spider_tasks(
+    root: Path | str | None = None, files: Sequence[str] = ("dev.json",), report: LoadReport | None = None
+) -> list[Task]:
+    """Tasks of a Spider-layout folder (default ``data_root()/"spider"``); `report` collects the
+    refused files and entries instead of raising."""
     from cm_gym.domains.sql.spider import load_tasks
 
-    return load_tasks(root=root, files=files)
+    return load_tasks(root=root, files=files, report=report)
 
 
 register_benchmark(

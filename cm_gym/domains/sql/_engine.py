@@ -5,9 +5,13 @@ imported without the package's ``__init__`` (see `cm_gym.evaluators.worker`).
 
 Sandbox, in layers: the file is opened read-only (``mode=ro``; ``immutable=1`` for files that
 are not ours); an authorizer allows only reads, SELECTs, recursive CTEs and functions that touch
-no files; a progress handler stops the query once its time budget is spent; SQLite's length
-limit caps every value at 1 MB and the LIKE pattern length at 1,000; at most `row_cap` rows are
-fetched and their text/blob bytes are counted against `max_bytes`.
+no files; a progress handler, called every `progress_steps` virtual-machine instructions,
+counts them and stops the query once its *step budget* is spent (status "budget": the same count
+on every machine, whatever its load) or, far later, once its wall-clock *hang guard* has passed
+(status "infrastructure": the machine, not the query); SQLite's length limit caps every value at
+1 MB and the LIKE pattern length at 1,000; at most `row_cap` rows are fetched and their text/blob
+bytes are counted against `max_bytes`. A run reports the steps it used (a multiple of
+`progress_steps`).
 """
 
 from __future__ import annotations
@@ -45,10 +49,15 @@ Rows = list[tuple[Any, ...]]
 
 
 class Box:
-    """One read-only connection with the authorizer, limits and a resettable time budget."""
+    """One read-only connection with the authorizer, limits, and a resettable step budget and
+    hang guard (`arm`)."""
 
     def __init__(self, path: str, immutable: bool, progress_steps: int) -> None:
         self.deadline = float("inf")
+        self.progress_steps = progress_steps
+        self.calls = 0
+        self.max_calls: float = float("inf")
+        self.stopped = ""  # "steps" | "hang" once the progress handler interrupted the query
         self.denied = ""
         self.conn = sqlite3.connect(ro_uri(path, immutable=immutable), uri=True, check_same_thread=False)
         self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -75,8 +84,26 @@ class Box:
         self.denied = f"{name}{' on ' + arg1 if arg1 else ''} is not allowed (read-only sandbox)"
         return sqlite3.SQLITE_DENY
 
+    def arm(self, step_budget: int | None, hang_guard_s: float) -> None:
+        """Reset the step count and set the next query's step budget and hang guard."""
+        self.calls, self.stopped = 0, ""
+        self.max_calls = step_budget // self.progress_steps if step_budget else float("inf")
+        self.deadline = time.perf_counter() + hang_guard_s
+
+    @property
+    def steps(self) -> int:
+        """Virtual-machine steps the last query used (counted in units of `progress_steps`)."""
+        return self.calls * self.progress_steps
+
     def _progress(self) -> int:
-        return 1 if time.perf_counter() > self.deadline else 0
+        self.calls += 1
+        if self.calls > self.max_calls:
+            self.stopped = "steps"
+            return 1
+        if time.perf_counter() > self.deadline:
+            self.stopped = "hang"
+            return 1
+        return 0
 
     def close(self) -> None:
         self.conn.close()
@@ -111,28 +138,30 @@ class Engine:
         path: str,
         sql: str,
         immutable: bool,
-        budget_s: float,
+        hang_guard_s: float,
         row_cap: int,
         max_bytes: int,
         progress_steps: int,
-    ) -> tuple[Rows | None, int, str, str]:
-        """(rows, column count, status, reason) of one vetted query; status "ok" when it ran,
-        else "error", "refused", "timeout" or "budget". Retries once with lenient decoding."""
+        step_budget: int | None = None,
+    ) -> tuple[Rows | None, int, str, str, int]:
+        """(rows, column count, status, reason, steps used) of one vetted query; status "ok" when
+        it ran, else "error", "refused", "budget" (steps, rows, bytes, memory) or "infrastructure"
+        (the hang guard). Retries once with lenient decoding."""
         box, why = self.box(path, immutable, progress_steps)
         if box is None:
-            return None, 0, "error", why
+            return None, 0, "error", why, 0
         for _ in range(2):
-            out = _execute(box, sql, budget_s, row_cap, max_bytes)
+            box.arm(step_budget, hang_guard_s)
+            out = _execute(box, sql, hang_guard_s, row_cap, max_bytes)
             if out[2] != "retry":
-                return out
-        return None, 0, "error", "undecodable text in the database"
+                return (*out, box.steps)
+        return None, 0, "error", "undecodable text in the database", box.steps
 
 
 def _execute(
-    box: Box, sql: str, budget_s: float, row_cap: int, max_bytes: int
+    box: Box, sql: str, hang_guard_s: float, row_cap: int, max_bytes: int
 ) -> tuple[Rows | None, int, str, str]:
     box.denied = ""
-    box.deadline = time.perf_counter() + budget_s
     try:
         cursor = box.conn.execute(sql)
         ncols = len(cursor.description) if cursor.description else 0
@@ -154,7 +183,7 @@ def _execute(
             if len(chunk) < want:
                 break
     except sqlite3.OperationalError as err:
-        return (None, 0, *_classify(box, err, budget_s))
+        return (None, 0, *_classify(box, err, hang_guard_s))
     except (sqlite3.ProgrammingError, sqlite3.Warning) as err:
         msg = str(err)
         if "one statement" in msg:
@@ -173,12 +202,15 @@ def _execute(
     return rows, ncols, "ok", ""
 
 
-def _classify(box: Box, err: sqlite3.OperationalError, budget_s: float) -> tuple[str, str]:
+def _classify(box: Box, err: sqlite3.OperationalError, hang_guard_s: float) -> tuple[str, str]:
     msg = str(err)
     if box.denied or "not authorized" in msg:
         return "refused", box.denied or msg
+    if "interrupted" in msg and box.stopped == "steps":
+        limit = int(box.max_calls) * box.progress_steps
+        return "budget", f"the query needed more than its budget of {limit:,} SQLite virtual-machine steps"
     if "interrupted" in msg:
-        return "timeout", f"the query ran longer than its {budget_s:g} s budget"
+        return "infrastructure", f"the query ran past its wall-clock hang guard of {hang_guard_s:g} s"
     if "out of memory" in msg:
         return "budget", "the query ran out of memory"
     if "decode" in msg and box.conn.text_factory is str:
@@ -197,8 +229,5 @@ def _lenient(data: bytes) -> str:
 _ENGINE = Engine()
 
 
-def run_query(
-    path: str, sql: str, immutable: bool, budget_s: float, row_cap: int, max_bytes: int, progress_steps: int
-) -> tuple[Rows | None, int, str, str]:
-    """`Engine.run` on this process's connections (called by name in the worker)."""
-    return _ENGINE.run(path, sql, immutable, budget_s, row_cap, max_bytes, progress_steps)
+#: `Engine.run` on this process's connections (called by name in the worker)
+run_query = _ENGINE.run

@@ -28,7 +28,7 @@ class SQLDomain(Domain):
     reply_format = ReplyFormat(("sql", "sqlite", "sqlite3", "postgresql", "mysql"), find_query, "SQL query")
 
     def make_evaluator(self, **kwargs: Any) -> SQLEvaluator:
-        """`SQLEvaluator(budget_s=2.0, row_cap=10000, partial_credit=False, digits=10)`."""
+        """`SQLEvaluator(step_budget=100_000_000, row_cap=10000, partial_credit=False, digits=10)`."""
         return SQLEvaluator(**kwargs)
 
     def edit_operators(self, task: Task, action: str) -> list[Edit]:

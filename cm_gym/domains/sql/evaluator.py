@@ -4,14 +4,19 @@ Sandbox, in layers: (1) the statement is vetted by a linear-time tokenizer (`vet
 statement that starts with SELECT, WITH, VALUES or "(" — writes are refused; (2) the database is
 opened read-only (``mode=ro``; ``immutable=1`` for files that are not ours), so the file cannot
 change; (3) an authorizer allows only reads, SELECTs, recursive CTEs and non-dangerous functions;
-(4) a progress handler stops a query once its time budget (default 2 s) is spent; (5) at most
-`row_cap` rows are fetched, values are capped at 1 MB and the result's bytes at `memory_mb`;
-(6) a query that is not *bounded* (it calls a function such as ``instr``, ``replace``,
-``printf`` or ``zeroblob``, has a computed LIKE pattern or a recursive CTE: one SQLite call that
-the progress handler cannot interrupt, or memory that grows inside SQLite) runs in a killable
-worker process (`cm_gym.evaluators.Worker`) with a hard deadline of the budget plus
-`KILL_GRACE_S` and a memory cap of `memory_mb`. Bounded queries run in this process, at the cost
-they always had. Every refusal or failure is an `Outcome` with score 0, a status and a reason.
+(4) a progress handler counts SQLite virtual-machine steps and stops a query once its *step
+budget* (`step_budget`, default `STEP_BUDGET`) is spent: status "budget", the same verdict on a
+quiet and on a loaded machine; (5) at most `row_cap` rows are fetched, values are capped at 1 MB
+and the result's bytes at `memory_mb`; (6) a query that is not *bounded* (it calls a function
+such as ``instr``, ``replace``, ``printf`` or ``zeroblob``, has a computed LIKE pattern or a
+recursive CTE: one SQLite call that the progress handler cannot interrupt, or memory that grows
+inside SQLite) runs in a killable worker process (`cm_gym.evaluators.Worker`) under the same step
+budget, a CPU-time backstop (`cpu_limit_s`, status "budget": work inside one call costs no steps)
+and a memory cap of `memory_mb`. Bounded queries run in this process, at the cost they always
+had. Wall time is only a hang guard (`hang_guard_s`, far above what the step budget takes): a
+query it stops is retried once, then its status is "infrastructure" (`cm_gym.evaluators.budgets`:
+not the query's failure, never cached). Every refusal or failure is an `Outcome` with score 0, a
+status and a reason; ``details`` names the budget (``budget_kind`` "sqlite-vm-steps").
 
 Reference results are computed once per (database, reference query) and kept in memory; one
 read-only connection per database file is reused (in this process and in the worker).
@@ -21,12 +26,13 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cm_gym.domains.sql._engine import MAX_QUERY_CHARS, Engine
 from cm_gym.domains.sql.compare import Comparison, Result, compare
 from cm_gym.domains.sql.vetting import vet
+from cm_gym.evaluators.budgets import SQLITE_STEPS, budget_details, infrastructure
 from cm_gym.evaluators.worker import Worker
 from cm_gym.types import TRUNCATION, Action, AgentState, Outcome, truncate
 
@@ -35,6 +41,16 @@ logger = logging.getLogger(__name__)
 _ORDER_BY = re.compile(r"\border\s+by\b", re.I)
 KILL_GRACE_S = 1.0
 ISOLATION_MODES = ("auto", "worker", "none")
+#: SQLite virtual-machine steps one query may use. Chosen from measurements (`bench/bench_budgets.py`):
+#: the costliest of Spider's 642 gold queries needs 25,200 steps and the costliest of 4,494 real
+#: LLM predictions on them (llm-outputs/spider) 843,000; the budget is ~120x the latter, room for
+#: honest but inefficient queries on larger databases (about 4 s of CPU time on the 2-core
+#: reference machine at ~25M steps/s).
+STEP_BUDGET = 100_000_000
+#: the CPU-time backstop of a query run in the worker (work inside one SQLite call costs no steps)
+CPU_LIMIT_S = 20.0
+#: the wall-clock hang guard: ~30x what the step budget takes on the reference machine
+HANG_GUARD_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -52,8 +68,10 @@ class SQLEvaluator:
     `cm_gym.domains.sql.compare`); it never raises on a bad action and never mutates the state.
     Statuses: "ok" (checked; right or wrong), "error" (empty, not SQL, several statements, SQL
     error, missing/corrupt database, broken reference), "refused" (a write or other denied
-    operation), "timeout" (`budget_s` spent), "budget" (more than `row_cap` rows, or more than
-    `memory_mb` of result or of memory in the worker). `isolation`: "auto" (bounded queries
+    operation), "budget" (more than `step_budget` virtual-machine steps, more than `cpu_limit_s`
+    of CPU in the worker, more than `row_cap` rows, or more than `memory_mb` of result or of
+    memory in the worker), "infrastructure" (the wall-clock hang guard `hang_guard_s` stopped it
+    twice; `budget_s` is its older name). `isolation`: "auto" (bounded queries
     in-process, the rest in the worker; see module doc), "worker" (every query in the worker) or
     "none" (every query in-process: no hard bound; only for measuring what isolation costs).
     One instance is meant for one thread (vector envs in subprocesses each get a pickled copy,
@@ -63,17 +81,25 @@ class SQLEvaluator:
     def __init__(
         self,
         *,
-        budget_s: float = 2.0,
+        budget_s: float | None = None,
         row_cap: int = 10_000,
         partial_credit: bool = False,
         digits: int = 10,
         progress_steps: int = 1000,
         memory_mb: int = 512,
         isolation: str = "auto",
+        step_budget: int = STEP_BUDGET,
+        cpu_limit_s: float = CPU_LIMIT_S,
+        hang_guard_s: float | None = None,
     ) -> None:
         if isolation not in ISOLATION_MODES:
             raise ValueError(f"isolation must be one of {ISOLATION_MODES}, got {isolation!r}")
-        self.budget_s, self.row_cap, self.partial_credit = budget_s, row_cap, partial_credit
+        if int(step_budget) <= 0 or not float(cpu_limit_s) > 0:
+            raise ValueError("step_budget and cpu_limit_s must be positive")
+        guard = hang_guard_s if hang_guard_s is not None else budget_s
+        self.budget_s = float(guard) if guard is not None else HANG_GUARD_S  # the hang guard
+        self.step_budget, self.cpu_limit_s = int(step_budget), float(cpu_limit_s)
+        self.row_cap, self.partial_credit = row_cap, partial_credit
         self.digits, self.progress_steps = digits, progress_steps
         self.memory_mb, self.isolation = memory_mb, isolation
         self._engine = Engine()
@@ -103,8 +129,21 @@ class SQLEvaluator:
         return self._worker
 
     # -- execution ---------------------------------------------------------------------------
+    @property
+    def hang_guard_s(self) -> float:
+        """The wall-clock hang guard of one query (seconds)."""
+        return self.budget_s
+
     def run(self, path: str, sql: str, *, immutable: bool = True) -> tuple[Result | None, str, str]:
-        """Execute `sql` in the sandbox: (result, status, reason); status "ok" when it ran."""
+        """Execute `sql` in the sandbox: (result, status, reason); status "ok" when it ran. The
+        steps it used are in ``last_run["steps"]``."""
+        result, status, reason = self._run(path, sql, immutable)
+        if status == "infrastructure":
+            logger.warning("SQL query stopped by the hang guard (%s); retrying once", reason)
+            result, status, reason = self._run(path, sql, immutable)
+        return result, status, reason
+
+    def _run(self, path: str, sql: str, immutable: bool) -> tuple[Result | None, str, str]:
         sql = sql.strip()
         if sql.endswith(";"):
             sql = sql.rstrip("; \t\r\n")
@@ -115,18 +154,28 @@ class SQLEvaluator:
         vetting = vet(sql)
         if vetting.status != "ok":
             return None, vetting.status, vetting.reason
-        args = (path, sql, immutable, self.budget_s, self.row_cap, self.memory_mb << 20, self.progress_steps)
+        args = (path, sql, immutable, self.budget_s, self.row_cap, self.memory_mb << 20, self.progress_steps,
+                self.step_budget)  # fmt: skip
         if self.isolation == "none" or (self.isolation == "auto" and vetting.bounded):
-            self.last_run = {"where": "process"}
-            rows, ncols, status, reason = self._engine.run(*args)
+            rows, ncols, status, reason, steps = self._engine.run(*args)
+            self.last_run = {"where": "process", "steps": steps}
         else:
-            res = self.worker.call("run_query", *args, timeout=self.budget_s + KILL_GRACE_S)
-            self.last_run = {"where": "worker", "why": vetting.why_unbounded, "peak_mb": res.peak_rss_mb}
+            res = self.worker.call(
+                "run_query", *args, timeout=self.budget_s + KILL_GRACE_S, cpu_budget_s=self.cpu_limit_s
+            )
+            self.last_run = {"where": "worker", "why": vetting.why_unbounded, "peak_mb": res.peak_rss_mb,
+                             "cpu_s": res.cpu_s, "steps": None}  # fmt: skip
             if res.ok:
-                rows, ncols, status, reason = res.value
+                rows, ncols, status, reason, steps = res.value
+                self.last_run["steps"] = steps
             elif res.status == "timeout":
-                rows, ncols, status = None, 0, "timeout"
-                reason = f"the query ran longer than its {self.budget_s:g} s budget (its worker was killed)"
+                rows, ncols, status = None, 0, "infrastructure"
+                reason = f"the query ran past its wall-clock hang guard of {self.budget_s:g} s (its worker was killed)"
+            elif res.status == "cpu":
+                rows, ncols, status = None, 0, "budget"
+                reason = (
+                    f"the query used more than its {self.cpu_limit_s:g} s of CPU time (its worker was killed)"
+                )
             else:
                 rows, ncols, status, reason = None, 0, res.status, res.error
         if rows is None:
@@ -140,11 +189,13 @@ class SQLEvaluator:
         if ref is None:
             result, status, reason = self.run(path, sql, immutable=immutable)
             ordered = _has_top_level_order(sql)
-            solved = _outcome(result, result, ordered, None, False) if result is not None else None
+            details = budget_details(SQLITE_STEPS, self.step_budget)
+            solved = _outcome(result, result, ordered, None, False, details) if result is not None else None
             ref = _Reference(result, ordered, "" if status == "ok" else f"{status}: {reason}", solved)
             if ref.error:
                 logger.warning("reference query failed on %s: %s", path, ref.error)
-            self._references[key] = ref
+            if status != "infrastructure":  # the hang guard says nothing about the query: not kept
+                self._references[key] = ref
         return ref
 
     # -- the world model ---------------------------------------------------------------------
@@ -166,6 +217,9 @@ class SQLEvaluator:
         except Exception as err:  # noqa: BLE001 - a broken task must not kill the batch
             logger.exception("reference evaluation crashed for %s", task.task_id)
             return _fail("error", f"reference evaluation failed: {err}")
+        if ref.result is None and ref.error.startswith("infrastructure"):
+            return infrastructure(f"the task's reference query: {ref.error.split(': ', 1)[-1]}",
+                                  **budget_details(SQLITE_STEPS, self.step_budget))  # fmt: skip
         if ref.result is None:
             return _fail("unevaluable", f"the task's reference query cannot be evaluated ({ref.error})")
         try:
@@ -173,17 +227,26 @@ class SQLEvaluator:
         except Exception as err:  # noqa: BLE001
             logger.exception("sandbox crashed on %s", task.task_id)
             return _fail("error", f"evaluation failed: {err}")
+        budget = budget_details(SQLITE_STEPS, self.step_budget, self.last_run.get("steps"))
+        if result is None and status == "infrastructure":
+            return infrastructure(reason, **budget)
         if result is None:
-            return _fail(status, reason)
+            return _fail(status, reason, budget)
         expected = ref.result
         if result.ncols == expected.ncols and result.rows == expected.rows and ref.solved is not None:
-            return ref.solved  # fast path: identical rows (the common case for a right answer)
+            # fast path: identical rows (the common case for a right answer), with this query's steps
+            return replace(ref.solved, details={**ref.solved.details, **budget})
         cmp = compare(result, expected, ordered=ref.ordered)
-        return _outcome(result, expected, ref.ordered, cmp, self.partial_credit)
+        return _outcome(result, expected, ref.ordered, cmp, self.partial_credit, budget)
 
 
 def _outcome(
-    result: Result, expected: Result, ordered: bool, cmp: Comparison | None, partial: bool
+    result: Result,
+    expected: Result,
+    ordered: bool,
+    cmp: Comparison | None,
+    partial: bool,
+    budget: dict[str, Any] | None = None,
 ) -> Outcome:
     """The scored Outcome (`cmp` None means "equal to the reference")."""
     details = {
@@ -192,6 +255,7 @@ def _outcome(
         "expected_rows": len(expected.rows),
         "expected_cols": expected.ncols,
         "ordered": ordered,
+        **(budget or {}),
     }
     shape = f"{len(result.rows)} row(s) x {result.ncols} column(s)"
     if cmp is None or cmp.correct:
@@ -211,10 +275,15 @@ def _outcome(
     )
 
 
-def _fail(status: str, reason: str) -> Outcome:
+def _fail(status: str, reason: str, details: dict[str, Any] | None = None) -> Outcome:
     label = {"refused": "Refused", "timeout": "Timeout", "budget": "Limit exceeded"}.get(status, "Error")
     return Outcome(
-        0.0, False, truncate(f"{label}: {reason}", TRUNCATION["feedback"]), status=status, reason=reason
+        0.0,
+        False,
+        truncate(f"{label}: {reason}", TRUNCATION["feedback"]),
+        status=status,
+        reason=reason,
+        details=details or {},
     )
 
 

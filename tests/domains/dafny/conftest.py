@@ -22,7 +22,7 @@ def dafny_tasks(shared_data: Path) -> list[Task]:
 @pytest.fixture(scope="session")
 def dafny_evaluator() -> DafnyEvaluator:
     try:
-        return DafnyEvaluator(time_limit=30)
+        return DafnyEvaluator()
     except ToolNotFoundError as exc:
         if os.environ.get("CI"):
             pytest.fail(f"dafny is missing in CI: {exc}")

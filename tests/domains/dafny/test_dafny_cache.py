@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.dafny, pytest.mark.data]
 
 def evaluator(path: Path | None) -> DafnyEvaluator:
     try:
-        return DafnyEvaluator(time_limit=30, cache=path, workers=2)
+        return DafnyEvaluator(cache=path, workers=2)
     except ToolNotFoundError as exc:
         pytest.skip(f"dafny is not installed: {exc}")
 

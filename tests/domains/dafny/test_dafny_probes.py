@@ -101,7 +101,7 @@ def test_dafny_agrees_with_the_tokenizer_on_comment_edge_cases(tmp_path) -> None
     from cm_gym.evaluators.sandbox import ToolNotFoundError
 
     try:
-        verifier = DafnyVerifier(time_limit=20)
+        verifier = DafnyVerifier()
     except ToolNotFoundError as exc:
         if os.environ.get("CI"):
             pytest.fail(f"dafny is missing in CI: {exc}")

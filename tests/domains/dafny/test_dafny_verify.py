@@ -65,39 +65,25 @@ def test_base_agent_over_dafny_tasks(dafny_evaluator: DafnyEvaluator, dafny_task
 def test_ground_truths_verify_and_hints_removed_as_upstream_on_a_sample(
     dafny_evaluator: DafnyEvaluator, dafny_tasks: list[Task]
 ) -> None:
-    """A deterministic sample of 48 of the 445 DafnyBench pairs (every file is covered by
-    ``python bench/bench_code_dafny.py --dafny-all``, 30–60 min here). Upstream selected these files
-    with ``/timeLimit:30``; a few sit right at that limit and time out on a busy machine
-    (reproducible with plain `dafny`, outside the sandbox). So: no ground truth may fail with a
-    verification *error*, at most 10% may be refused by the action format, and at least 90% of
-    those that reach the verifier must verify in full (the rest: time-outs)."""
+    """A deterministic sample of 48 of the 436 DafnyBench pairs served (every one:
+    ``python bench/bench_load_independence.py --only Dafny``). Issue 25: the budget is Boogie's
+    rlimit, not a wall-clock limit, and the action format accepts every served ground truth, so
+    every one must verify in full, on any machine, however busy."""
     dafny_tasks = sorted(dafny_tasks, key=lambda t: t.task_id)[:: max(1, len(dafny_tasks) // 48)][:48]
 
-    def run(task: Task) -> tuple[Task, Outcome, Outcome]:
+    def run(task: Task) -> tuple[Task, Outcome, Outcome | None]:
         state = AgentState(task)
-        return (
-            task,
-            dafny_evaluator.check(state, Action(task.reference)),
-            dafny_evaluator.check(state, Action(task.meta["program"])),
-        )
+        # a hint-free program that does not verify may spend its whole rlimit (minutes of z3): only
+        # the pairs upstream needs no hints for are checked without annotations
+        bare = dafny_evaluator.check(state, Action(task.meta["program"])) if task.meta["hints_identical"] else None
+        return task, dafny_evaluator.check(state, Action(task.reference)), bare
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(run, dafny_tasks))
-    # a few ground truths use forms the action format refuses (``assert ... by``, ``decreases *``,
-    # attributes; see test_dafny_annotations): refused before Dafny runs, with that reason
-    errors = [
-        (t.meta["file"], gt.feedback)
-        for t, gt, _ in results
-        if not gt.solved
-        and not (gt.status == "timeout" or gt.details.get("timed_out"))
-        and not gt.feedback.startswith("invalid annotations")
-    ]
-    assert not errors, errors
-    refused = [t.meta["file"] for t, gt, _ in results if gt.feedback.startswith("invalid annotations")]
-    assert len(refused) <= 0.10 * len(results), refused
-    verified = sum(gt.solved for _, gt, _ in results)
-    assert verified >= 0.90 * (len(results) - len(refused)), (verified, len(results), refused)
-    # identical pairs (upstream: no hints needed) verify without annotations, time-outs aside
-    for t, gt, hr in results:
-        if t.meta["hints_identical"] and gt.solved:
-            assert hr.solved or hr.status == "timeout" or hr.details.get("timed_out"), t.meta["file"]
+    failed = [(t.meta["file"], gt.status, gt.feedback[:200]) for t, gt, _ in results if not gt.solved]
+    assert not failed, failed
+    assert all(gt.details.get("budget_kind") == "boogie-rlimit" for _, gt, _ in results)
+    # identical pairs (upstream: no hints needed) verify without annotations
+    for t, _, hr in results:
+        if hr is not None:
+            assert hr.solved, (t.meta["file"], hr.feedback[:200])

@@ -5,6 +5,7 @@ working."""
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import time
 
@@ -21,8 +22,9 @@ TASK = hostile_task()
 
 @pytest.fixture(scope="module")
 def evaluator() -> MathEvaluator:
-    """Coq's per-tactic Timeout at 1 s: the runaway scripts end quickly, the rest is unaffected."""
-    return make_evaluator(tactic_timeout=1)
+    """A CPU-time budget of 3 s (issue 25: not Coq's wall-clock Timeout, a hang guard now): the
+    runaway scripts end quickly, the rest is unaffected."""
+    return make_evaluator(limits=dataclasses.replace(TEST_LIMITS, cpu_s=3.0))
 
 
 def test_corpus_is_large_and_uniquely_named() -> None:
@@ -43,7 +45,7 @@ def test_hostile_script_is_contained(evaluator: MathEvaluator, hostile: HostileS
         assert o.status in ("refused", "error") and o.score == 0.0 and not o.solved, o.feedback
         assert evaluator.runs == runs, "a refused script must never reach coqc"
     elif hostile.expect == "contained":
-        assert not o.solved and o.score == 0.0 and o.status in ("ok", "timeout", "error"), o.feedback
+        assert not o.solved and o.score == 0.0 and o.status in ("ok", "budget", "error"), o.feedback
     else:
         assert o.status == "ok" and o.solved, o.feedback  # the trick hid nothing: an ordinary proof
     assert not glob.glob("/tmp/cm_pwn*")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,20 +84,33 @@ def test_authorizer_denies_writes_even_past_the_keyword_gate(tiny_db: Path) -> N
         box.close()
 
 
-def test_runaway_recursive_cte_hits_the_time_budget(make_task: TaskFactory) -> None:
-    evaluator = SQLEvaluator(budget_s=0.2)
+def test_runaway_recursive_cte_hits_the_step_budget(make_task: TaskFactory) -> None:
+    evaluator = SQLEvaluator(step_budget=2_000_000)
     state = AgentState(make_task("SELECT name FROM people"))
-    start = time.perf_counter()
-    outcome = evaluator.check(
-        state,
-        Action("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"),
-    )
-    elapsed = time.perf_counter() - start
-    assert outcome.status == "timeout" and outcome.score == 0.0
-    assert "0.2 s" in outcome.reason
-    assert elapsed < 10  # stopped, not run to completion (it never completes)
-    # the connection is still usable afterwards
+    runaway = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+    outcome = evaluator.check(state, Action(runaway))
+    assert outcome.status == "budget" and outcome.score == 0.0
+    assert "2,000,000 SQLite virtual-machine steps" in outcome.reason
+    assert outcome.details["budget_kind"] == "sqlite-vm-steps" and outcome.details["budget_used"] > 2_000_000
+    # the same count on every run (it does not depend on the machine's load), and the connection
+    # is still usable afterwards
+    assert evaluator.check(state, Action(runaway)).details["budget_used"] == outcome.details["budget_used"]
     assert evaluator.check(state, Action("SELECT name FROM people")).solved
+
+
+def test_steps_are_counted_and_identical_in_process_and_in_the_worker(make_task: TaskFactory) -> None:
+    state = AgentState(make_task("SELECT name FROM people"))
+    sql = (
+        "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3000) SELECT sum(i) FROM r"
+    )
+    auto = SQLEvaluator(isolation="none", step_budget=10_000_000)
+    worker = SQLEvaluator(isolation="worker", step_budget=10_000_000)
+    a, w = auto.check(state, Action(sql)), worker.check(state, Action(sql))
+    assert a.details["budget_used"] == w.details["budget_used"] > 0
+    tight = SQLEvaluator(step_budget=a.details["budget_used"] - 1000, isolation="worker")
+    assert tight.check(state, Action(sql)).status == "budget"
+    for ev in (auto, worker, tight):
+        ev.close()
 
 
 def test_row_cap_and_value_size_limits(make_task: TaskFactory) -> None:
@@ -116,7 +128,7 @@ def test_row_cap_and_value_size_limits(make_task: TaskFactory) -> None:
 def test_database_file_unchanged_after_hostile_queries(make_task: TaskFactory, tiny_db: Path) -> None:
     before = _sha(tiny_db)
     files_before = sorted(p.name for p in tiny_db.parent.iterdir())
-    evaluator = SQLEvaluator(budget_s=0.2)
+    evaluator = SQLEvaluator(step_budget=1_000_000)
     for immutable in (False, True):
         state = AgentState(make_task("SELECT name FROM people", immutable=immutable))
         for sql in HOSTILE + [

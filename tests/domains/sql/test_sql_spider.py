@@ -51,10 +51,10 @@ def test_loads_every_task_and_every_gold_is_correct_against_itself(shared_data: 
     assert wrong == []
     # hostile queries against a real database, then the whole data folder is byte-for-byte unchanged
     singer = next(t for t in tasks if t.env_id == "singer")
-    hostile = SQLEvaluator(budget_s=0.2)
+    hostile = SQLEvaluator(step_budget=1_000_000)
     for sql in HOSTILE:
         outcome = hostile.check(AgentState(singer), Action(sql))
-        assert outcome.score == 0.0 and outcome.status in ("refused", "error", "timeout")
+        assert outcome.score == 0.0 and outcome.status in ("refused", "error", "budget")
     hostile.close()
     evaluator.close()
     assert _tree_hash(root) == before
