@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from cm_gym.registry import get_benchmark, get_domain, list_benchmarks, register_benchmark
 from cm_gym.types import Action, AgentState, Outcome, Split, Task
-
-__version__ = "0.1.0"
+from cm_gym.version import __version__  # noqa: F401 - cm_gym.__version__
 
 __all__ = [
     "Action",
@@ -25,7 +24,7 @@ __all__ = [
 
 
 def _register_builtins() -> None:
-    from cm_gym.domains import load_builtin_domains
+    from cm_gym.catalog import load_builtin_domains
 
     load_builtin_domains()
 

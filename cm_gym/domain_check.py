@@ -36,8 +36,7 @@ from typing import Any
 import numpy as np
 
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel
-from cm_gym.memory.conditions import GENERIC_PREDICATES, parse_condition
-from cm_gym.memory.errors import ConditionParseError
+from cm_gym.memory.conditions import GENERIC_PREDICATES, ConditionParseError, parse_condition
 from cm_gym.reference_guard import ReferenceReadError, guarded
 from cm_gym.types import Action, AgentState, CmGymError, Outcome, Task
 
@@ -91,7 +90,7 @@ def _call(report: DomainReport, what: str, fn: Callable[..., Any], *args: Any) -
 
 
 def _check_attributes(domain: Domain, report: DomainReport) -> None:
-    from cm_gym.registry import domain_class_for
+    from cm_gym.catalog import domain_class_for
 
     name = getattr(domain, "name", None)
     if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -360,7 +359,7 @@ def check_domain(
     error model looks at every task (`strict`: an operator that never fires fails the check).
     Raises `DomainCheckError` on a failure unless `raise_on_failure` is False."""
     if isinstance(domain, str):
-        from cm_gym.registry import get_benchmark, get_domain
+        from cm_gym.catalog import get_benchmark, get_domain
 
         spec = get_benchmark(domain)
         tasks = list(spec.load()) if tasks is None else tasks

@@ -92,7 +92,7 @@ def provenance(
     split: Any = None, tasks: Mapping[str, Task] | None = None, argv: Sequence[str] | None = None
 ) -> dict[str, Any]:
     """The provenance block (see the module docstring)."""
-    from cm_gym import __version__
+    from cm_gym.version import __version__
 
     return {
         "cm_gym": __version__,

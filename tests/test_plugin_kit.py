@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import cm_gym
+from cm_gym.catalog import load_plugin
 from cm_gym.domain_check import DomainCheckError, check_domain
-from cm_gym.domains import load_plugin
 from cm_gym.domains.base import Distillation, ErrorModel, ErrorOperator, PredicateFn
 from cm_gym.registry import RegistryError, register_benchmark
 from cm_gym.types import Action, AgentState, Outcome, Task

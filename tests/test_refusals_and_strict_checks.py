@@ -141,7 +141,7 @@ def test_a_plugin_that_fails_to_load_is_one_warning_line(
     import logging
     from importlib.metadata import EntryPoint
 
-    import cm_gym.domains as domains
+    import cm_gym.catalog as domains  # the plugin loader (it logs under cm_gym.domains)
     from cm_gym.cli import guarded_run
 
     (tmp_path / "broken_cm_plugin.py").write_text("import no_such_dependency_here\n")
@@ -150,7 +150,11 @@ def test_a_plugin_that_fails_to_load_is_one_warning_line(
     monkeypatch.setattr(domains, "_loaded", False)
     monkeypatch.setattr(domains, "FAILED_PLUGINS", [])
     monkeypatch.setattr(
-        domains, "entry_points", lambda group: [EntryPoint("broken", "broken_cm_plugin", "cm_gym.benchmarks")]
+        domains,
+        "entry_points",
+        lambda group: (
+            [EntryPoint("broken", "broken_cm_plugin", group)] if group == "cm_gym.benchmarks" else []
+        ),
     )
     with caplog.at_level(logging.WARNING, logger="cm_gym.domains"):
         domains.load_builtin_domains()

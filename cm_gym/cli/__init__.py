@@ -49,7 +49,7 @@ def guarded_run(func: Callable[[argparse.Namespace], int | None], args: argparse
     level = logging.WARNING - 10 * min(getattr(args, "verbose", 0), 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     if getattr(args, "verbose", 0):  # plugins load on import, before logging is set up
-        from cm_gym.domains import FAILED_PLUGINS
+        from cm_gym.catalog import FAILED_PLUGINS
 
         for name, tb in FAILED_PLUGINS:
             logging.getLogger("cm_gym.domains").info("traceback of plugin %s:\n%s", name, tb.rstrip())

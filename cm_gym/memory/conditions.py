@@ -23,10 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cm_gym.domains.base import PredicateFn
-from cm_gym.memory.errors import ConditionParseError
-from cm_gym.types import Task
+from cm_gym.types import CmGymError, Task
 
 logger = logging.getLogger(__name__)
+
+
+class ConditionParseError(CmGymError):
+    """A condition's text does not follow the grammar or names an unknown predicate kind."""
+
 
 _NONE_WORDS = frozenset({"", "none", "always", "n/a"})
 _KIND = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -114,10 +114,10 @@ def default_snapshot(
     most `cm_gym.quick.DEFAULT_STORE_N_BUILD` under ``CM_GYM_QUICK=1``); the
     settings (and the tasks' content) determine the file name. `data` is a data folder for the
     benchmark (the data-root contract of `cm_gym.registry`)."""
-    from cm_gym import __version__
     from cm_gym.llm.simulated import SIMULATOR_VERSION
     from cm_gym.registry import get_benchmark, get_domain
     from cm_gym.splits import make_split
+    from cm_gym.version import __version__
 
     spec = get_benchmark(benchmark)
     if n_build is None:

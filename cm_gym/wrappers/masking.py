@@ -79,7 +79,9 @@ def make_masked_env(config: Mapping[str, Any] | None = None) -> gym.Env:
     (``store``, ``tasks``, ``max_decisions``, ...). RLlib's own keys (``worker_index``,
     ``num_envs``, ...) are attributes of the `EnvContext`, not items, so they do not leak in.
     """
-    import cm_gym  # noqa: F401  (registers the cm_gym/* ids in this process, e.g. a Ray worker)
+    from cm_gym.catalog import load_builtin_domains
+
+    load_builtin_domains()  # registers the cm_gym/* ids in this process (e.g. a Ray worker)
 
     kwargs = dict(config or {})
     env_id = kwargs.pop("env_id", "cm_gym/SQL-v0")
