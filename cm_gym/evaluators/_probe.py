@@ -21,6 +21,11 @@ from cm_gym.types import CmGymError
 
 logger = logging.getLogger(__name__)
 
+
+class SandboxError(CmGymError):
+    """The sandbox could not be set up (no usable interpreter, strict isolation unavailable)."""
+
+
 _UID_BASE = 1_800_000_000
 _PROBE_LOCK = threading.Lock()
 _PROBED: dict[str, tuple[IsolationPlan, str]] = {}
@@ -80,8 +85,6 @@ def probe_isolation(mode: str = "auto") -> tuple[IsolationPlan, str]:
     `mode`: "auto" (strongest available, falling back to limits only), "strict" (fresh uid
     required, else `SandboxError`) or "none" (limits only). Cached per process.
     """
-    from cm_gym.evaluators.sandbox import SandboxError
-
     with _PROBE_LOCK:
         if mode in _PROBED:
             return _PROBED[mode]

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cm_gym.agent import Cost
-from cm_gym.experiments.runner import ExperimentError, UnitResult, unit_kind
+from cm_gym.experiments.unit import ExperimentError, UnitResult, unit_kind
 from cm_gym.llm.base import LLM
 from cm_gym.mechanisms import CounterMem, MechanismContext, make_mechanism
 from cm_gym.registry import get_benchmark, get_domain

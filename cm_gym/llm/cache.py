@@ -346,13 +346,3 @@ class ResponseCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def __getattr__(name: str) -> Any:
-    """`CachedLLM` and `backend_identity` live in `cm_gym.llm.cached`; importing them from here,
-    where they always were, keeps working."""
-    if name in ("CachedLLM", "backend_identity", "CallRequest"):
-        from cm_gym.llm import cached
-
-        return getattr(cached, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -68,6 +68,7 @@ from cm_gym.llm.base import (
     estimate_tokens,
 )
 from cm_gym.llm.errors import LLMError
+from cm_gym.llm.fence import fenced
 from cm_gym.llm.parsers import edit_fragment, format_alternatives
 from cm_gym.llm.prompts import Rendered, render
 from cm_gym.llm.revision import CandidateCache, choose, load_revision_rates
@@ -88,18 +89,6 @@ def stable_rng(*parts: Any) -> np.random.Generator:
         h.update(str(part).encode("utf-8"))
         h.update(b"\x1f")
     return np.random.default_rng(int.from_bytes(h.digest(), "big"))
-
-
-def fenced(action: str) -> str:
-    """An action in a fenced code block, the form `Domain.parse_action` extracts. The fence is
-    longer than any backtick run inside the action (CommonMark's rule), so an action that itself
-    holds a fenced block (a comment quoting Markdown) comes back whole."""
-    longest, run = 0, 0
-    for ch in action:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * max(3, longest + 1) if longest >= 3 else "```"
-    return f"{fence}\n{action}\n{fence}"
 
 
 def _int(text: str, default: int) -> int:

@@ -56,6 +56,7 @@ from cm_gym.llm.base import (
     REVISE_WITH_RECORD,
     VOYAGER_SKILL,
 )
+from cm_gym.llm.fence import fenced
 from cm_gym.llm.parsers_mechanisms import (
     AttemptText,
     correction,
@@ -73,8 +74,6 @@ Handler = Callable[["SimulatedLLM", Rendered, "Task | None"], str]
 
 
 def _fenced(action: str) -> str:
-    from cm_gym.llm.simulated import fenced
-
     return fenced(action)
 
 

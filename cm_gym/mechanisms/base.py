@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from cm_gym.agent import BaseAgent, Cost
-from cm_gym.domains.base import Domain
-from cm_gym.llm.base import LLM, REVISE_WITH_GUIDANCE
+from cm_gym.agent import Cost
+from cm_gym.llm.base import REVISE_WITH_GUIDANCE
+from cm_gym.mechanisms.context import DecisionContext, MechanismContext
 from cm_gym.memory.alternatives import prompt_fields
-from cm_gym.memory.embedding import Embedder
-from cm_gym.types import TRUNCATION, AgentState, CmGymError, Evaluator, Outcome, Task, truncate
+from cm_gym.types import TRUNCATION, CmGymError, Outcome, Task, truncate
 
 logger = logging.getLogger(__name__)
 
@@ -38,50 +36,6 @@ ProgressFn = Callable[[int, int], None]
 
 class MechanismError(CmGymError):
     """A memory mechanism cannot be built, loaded or run as configured."""
-
-
-@dataclass
-class MechanismContext:
-    """What every mechanism builds and decides with: the frozen LLM, the domain's evaluator, the
-    base agent over them, and `sampler(i)` — an independent sample of the same LLM (another
-    sampling seed; Best-of-N and MaTTS draw several)."""
-
-    domain: Domain
-    llm: LLM
-    evaluator: Evaluator
-    agent_kind: str = "react"
-    max_decisions: int = 3
-    seed: int = 0
-    sampler: Callable[[int], LLM] | None = None
-    embedder: Embedder = field(default_factory=Embedder)
-
-    @cached_property
-    def agent(self) -> BaseAgent:
-        return BaseAgent(self.llm, self.domain, self.evaluator, kind=self.agent_kind)
-
-    def sample_llm(self, i: int) -> LLM:
-        """The i-th independent sample of the LLM (i = 0 is the LLM itself)."""
-        if i == 0 or self.sampler is None:
-            if i:
-                logger.warning("no sampler configured: sample %d reuses the LLM", i)
-            return self.llm
-        return self.sampler(i)
-
-
-@dataclass(frozen=True)
-class DecisionContext:
-    """One decision of the shared loop: the state, the memory-free draft and the episode's
-    counters before this decision (evaluator calls, failed attempts, tokens), as the selector
-    env's budget features count them."""
-
-    task: Task
-    state: AgentState
-    draft: str
-    decision: int
-    evaluator_calls: int = 0
-    failures: int = 0
-    tokens: int = 0
-    max_decisions: int = 3
 
 
 @dataclass(frozen=True)

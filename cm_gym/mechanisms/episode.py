@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cm_gym.agent import Cost, Decision, reuse_label
 from cm_gym.envs import DEFAULT_REWARD_WEIGHTS
-from cm_gym.mechanisms.base import DecisionContext, MechanismContext, MemoryMechanism
+from cm_gym.mechanisms.context import DecisionContext, MechanismContext
 from cm_gym.metrics import EpisodeCounters
 from cm_gym.types import Action, AgentState, Attempt, Task
+
+if TYPE_CHECKING:  # base calls this loop (MemoryMechanism.run_episodes); the type only
+    from cm_gym.mechanisms.base import MemoryMechanism
 
 #: Per-episode counters this loop adds to `EpisodeCounters` (the env runner adds the same keys).
 EXTRA_KEYS = ("retrieved_records", "memory_tokens", "memory_llm_calls", "verification_calls")

@@ -48,10 +48,12 @@ def make_policy(name: str, env: Any, seed: int, checkpoint: str | None = None) -
 
         if checkpoint is None:
             raise ProtocolError("cf_memory needs a trained checkpoint")
-        if Path(checkpoint).is_dir():  # an RLlib module checkpoint (`cm-gym train --algo rllib-*`)
-            from cm_gym.ray_backend.rllib import load_rllib_policy
+        if Path(checkpoint).is_dir():  # a learner plugin's checkpoint (`cm-gym train --algo rllib-*`)
+            from cm_gym.protocol.learners import load_plugin_checkpoint
 
-            return load_rllib_policy(checkpoint)
+            policy = load_plugin_checkpoint(checkpoint)
+            if policy is not None:
+                return policy
         space = getattr(env, "observation_space", None)  # refuses a checkpoint of another layout
         return MaskedDQN.load(checkpoint, env=None, device="cpu", observation_space=space)
     raise ProtocolError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
@@ -60,7 +62,7 @@ def make_policy(name: str, env: Any, seed: int, checkpoint: str | None = None) -
 def resolve_policy(cfg: ProtocolConfig, name: str, env: Any, seed: int, checkpoint: str | None) -> Any:
     """A built-in policy by name, or one of `cfg.custom_policies` for this seed."""
     if name in cfg.custom_policies:
-        from cm_gym.evaluation import instantiate_policy
+        from cm_gym.protocol.custom import instantiate_policy
 
         return instantiate_policy(name, cfg.custom_policies[name], env, seed)
     return make_policy(name, env, seed, checkpoint)
@@ -79,8 +81,8 @@ def evaluate_policies(
     trained observation layout (on an env of that layout: same tasks, LLM and world model). Every
     policy carries paired bootstrap CIs against random valid and top-1 (``paired_ci``).
     `progress(done, total)` is called after each policy × seed run."""
-    from cm_gym.evaluation import report_masked
     from cm_gym.metrics import aggregate_seeds, paired, paired_comparisons, summarize
+    from cm_gym.protocol.custom import report_masked
     from cm_gym.training import run_episodes
 
     by_layout = checkpoints_by_layout(checkpoints)

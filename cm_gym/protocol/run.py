@@ -128,10 +128,10 @@ def evaluate_all(
             if missing:
                 raise ProtocolError(f"no {layout!r}-layout selector checkpoint for seed(s) {missing}")
             for path in paths.values():  # raises on another observation layout
-                if Path(path).is_dir():  # an RLlib module checkpoint
-                    from cm_gym.ray_backend.rllib import load_rllib_policy
+                if Path(path).is_dir():  # a learner plugin's checkpoint (an RLlib module folder)
+                    from cm_gym.protocol.learners import load_plugin_checkpoint
 
-                    load_rllib_policy(path)
+                    load_plugin_checkpoint(path)
                 else:
                     MaskedDQN.load(path, env=None, device="cpu", expected_obs_dim=obs_dim(layout))
     llm = make_protocol_llm(cfg, prepared)

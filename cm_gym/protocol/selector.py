@@ -24,9 +24,9 @@ def train_selector(
     import torch
 
     if cfg.algo != "masked-dqn":  # RLlib: same protocol, checkpoint selection and record
-        from cm_gym.ray_backend.rllib import train_rllib
+        from cm_gym.protocol.learners import learner
 
-        return train_rllib(cfg, snapshot, prepared, seed, llm, layout)
+        return learner(cfg.algo).train(cfg, snapshot, prepared, seed, llm, layout)
     from cm_gym.agents.masked_dqn import MaskedDQN
     from cm_gym.training import CheckpointSelector, DecisionProgress
 

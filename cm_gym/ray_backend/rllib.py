@@ -295,3 +295,19 @@ def train_rllib(
         "history": selector.history,
         "train_seconds": time.perf_counter() - started,
     }
+
+
+class RLlibLearner:
+    """The ``cm_gym.learners`` plugin of ``--algo rllib-ppo`` / ``rllib-dqn`` (pyproject.toml): the
+    protocol trains and loads through it without importing this module by name."""
+
+    train = staticmethod(train_rllib)
+    load = staticmethod(load_rllib_policy)
+
+    @staticmethod
+    def owns(checkpoint: str | Path) -> bool:
+        """RLlib module checkpoints are folders (masked-DQN ones are zip files)."""
+        return Path(checkpoint).is_dir()
+
+
+LEARNER = RLlibLearner()

@@ -12,7 +12,8 @@ from cm_gym.analysis.calibrate import PAPER_TARGETS, Row, Target, compare, fit, 
 from cm_gym.analysis.calibrate_cache import CalibrationError, cache_table, fit_from_cache
 from cm_gym.analysis.calibrate_run import CalibrateConfig
 from cm_gym.domains.base import RevisionRates
-from cm_gym.llm.cache import CachedLLM, ResponseCache
+from cm_gym.llm.cache import ResponseCache
+from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.revision import load_revision_rates, save_revision_rates
 from cm_gym.llm.simulated import SimulatedLLM
 from cm_gym.metrics import EpisodeCounters

@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 
 from cm_gym.cli import main
 from cm_gym.llm.base import DRAFT_ACTION
-from cm_gym.llm.cache import CachedLLM, ResponseCache
+from cm_gym.llm.cache import ResponseCache
 from cm_gym.llm.cache_io import FORMAT, MAX_LINE_BYTES, export_cache, merge_export, read_export
+from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.errors import CacheCorruptError, CacheError
 from cm_gym.llm.simulated import SimulatedLLM
 from cm_gym.memory.schema import manifest_path

@@ -19,8 +19,9 @@ import pytest
 
 from cm_gym.cli import main
 from cm_gym.llm.base import DRAFT_ACTION, REFLECT
-from cm_gym.llm.cache import CachedLLM, ResponseCache
+from cm_gym.llm.cache import ResponseCache
 from cm_gym.llm.cache_io import export_cache, import_cache
+from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.errors import (
     CacheConflictError,
     CacheCorruptError,

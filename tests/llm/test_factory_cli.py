@@ -13,7 +13,7 @@ import pytest
 from cm_gym.cli import make_parser
 from cm_gym.cli.serve_llm import BenchmarkTaskLookup
 from cm_gym.llm.base import DRAFT_ACTION
-from cm_gym.llm.cache import CachedLLM
+from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.errors import LLMError
 from cm_gym.llm.factory import make_llm
 from cm_gym.llm.openai_client import OpenAICompatibleLLM

@@ -19,8 +19,9 @@ import pytest
 
 from cm_gym.memory import schema
 from cm_gym.memory.errors import StoreError, StoreFullError, StoreLockedError, StoreReadOnlyError
+from cm_gym.memory.opening import open_store
 from cm_gym.memory.schema import connect_rw, integrity_ok, migrate
-from cm_gym.memory.snapshot import FrozenStore, file_sha256, load_readonly, manifest_path, open_store
+from cm_gym.memory.snapshot import FrozenStore, file_sha256, load_readonly, manifest_path
 from cm_gym.memory.store import RecordStore
 
 REPO = Path(__file__).resolve().parents[2]

@@ -76,21 +76,6 @@ def _shifts(text: str) -> list[str]:
     return out
 
 
-def guard_invariants(guard: str) -> list[str]:
-    """Bound invariants and a decreases clause suggested by a loop guard ``a < b`` etc. (of a
-    conjunction ``a < b && ...``, its first conjunct)."""
-    guard = guard.split("&&", 1)[0] if "||" not in guard else guard
-    m = re.match(r"^\s*([A-Za-z_]\w*)\s*(<=|<|>=|>|!=)\s*([^&|(){};]+?|\|[^|]+\|)\s*$", guard)
-    if not m:
-        return []
-    var, op, bound = m.group(1), m.group(2), m.group(3)
-    if op in ("<", "!="):
-        return [f"invariant 0 <= {var} <= {bound}", f"decreases {bound} - {var}"]
-    if op == "<=":
-        return [f"invariant {var} <= {bound} + 1", f"decreases {bound} - {var}"]
-    return [f"invariant {var} >= {bound}", f"decreases {var} - {bound}"]
-
-
 def dafny_edit_operators(task: Task, action: str) -> list[Edit]:
     """Single-annotation edits of `action`, deterministic order, at most `MAX_EDITS`: first the
     repairs of the slip families (`slips.family_repairs`: restore a weakened bound, add a slice

@@ -12,7 +12,7 @@ Families (each an `ErrorOperator` of `dafny_error_model`; rates in `SLIP_RATES`)
   (a preservation invariant), else with ``X[..]`` narrowed to ``X[..i]`` for the loop's index.
 - ``drop_decreases``: a ``decreases`` clause left out, more often in recursive programs and at
   loops whose guard is not an index bound Dafny can guess a measure for (``x > 0``, ``i != n``).
-  Repair: the guard's measure (`edits.guard_invariants`), or for a recursive member a parameter's
+  Repair: the guard's measure (`guard_invariants`), or for a recursive member a parameter's
   measure (`spec_decreases`).
 - Missing frame clauses (``modifies`` / ``reads``) are *not* a family here: DafnyBench's hint
   removal keeps them (they are specification, not hints; 1 of 445 ground truths adds one), so a
@@ -66,6 +66,21 @@ _WHOLE = re.compile(r"\b([A-Za-z_]\w*)\[\s*\.\.\s*\]")
 _ENSURES = re.compile(r"^\s*ensures\s+(.+?)\s*;?\s*$")
 _PARAM = re.compile(r"([A-Za-z_]\w*)\s*:\s*(nat|int|seq\s*<|string|set\s*<|multiset\s*<)")
 _SPEC_START = re.compile(r"^\s*(requires|ensures|reads|modifies|decreases|\{)")
+
+
+def guard_invariants(guard: str) -> list[str]:
+    """Bound invariants and a decreases clause suggested by a loop guard ``a < b`` etc. (of a
+    conjunction ``a < b && ...``, its first conjunct)."""
+    guard = guard.split("&&", 1)[0] if "||" not in guard else guard
+    m = re.match(r"^\s*([A-Za-z_]\w*)\s*(<=|<|>=|>|!=)\s*([^&|(){};]+?|\|[^|]+\|)\s*$", guard)
+    if not m:
+        return []
+    var, op, bound = m.group(1), m.group(2), m.group(3)
+    if op in ("<", "!="):
+        return [f"invariant 0 <= {var} <= {bound}", f"decreases {bound} - {var}"]
+    if op == "<=":
+        return [f"invariant {var} <= {bound} + 1", f"decreases {bound} - {var}"]
+    return [f"invariant {var} >= {bound}", f"decreases {var} - {bound}"]
 
 
 def _squash(text: str) -> str:
@@ -205,7 +220,6 @@ def spec_decreases(action: str) -> list[tuple[int, str]]:
 def family_repairs(task: Task, action: str) -> list[Edit]:
     """Reference-blind repairs of the slip families, first the ones that undo a slip in place
     (restore a bound), then insertions at loops that have room for one."""
-    from cm_gym.domains.dafny.edits import guard_invariants  # edits imports this module
 
     edits: list[Edit] = []
     for s in _bound_sites(task, action, _WEAK):
