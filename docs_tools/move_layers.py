@@ -1,0 +1,208 @@
+"""Move cm_gym's modules into the layer packages of ARCHITECTURE.md and rewrite every reference.
+
+Usage: ``python docs_tools/move_layers.py [--dry-run]`` from the repository root. Idempotent: a
+module already in place is left alone, and a file that appears later at an old place (a branch
+merged after the move) is moved the same way, so the script can be run again after every merge.
+It moves with ``git mv`` (history follows), rewrites dotted names (``cm_gym.types`` →
+``cm_gym.core.types``), ``from cm_gym import features`` forms and source paths
+(``cm_gym/metrics.py``) in the package, tests, benches, examples, docs and configuration. The old
+dotted names keep importing through `cm_gym._compat` (generated from `MOVES` here).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+#: old module or package (dotted, under cm_gym) → new place; packages move with everything in them
+MOVES: dict[str, str] = {
+    # 1. core: the vocabulary and small shared utilities
+    "types": "core.types",
+    "paths": "core.paths",
+    "splits": "core.splits",
+    "boundedjson": "core.boundedjson",
+    "progress": "core.progress",
+    "quick": "core.quick",
+    "version": "core.version",
+    "plugins": "core.plugins",
+    # 3. domains: the registry, the checker, the condition grammar
+    "registry": "domains.registry",
+    "catalog": "domains.catalog",
+    "domain_check": "domains.check",
+    "reference_guard": "domains.reference_guard",
+    "memory.conditions": "domains.conditions",
+    # 5. agent: the base agent loop (agent.py becomes the package itself) and prefetching
+    "prefetch": "agent.prefetch",
+    # 7. envs: observation features, episode metrics, wrappers
+    "features": "envs.features",
+    "metrics": "envs.metrics",
+    "wrappers": "envs.wrappers",
+    # 9. protocol
+    "training": "protocol.training",
+    "evaluation": "protocol.evaluation",
+    "report": "protocol.report",
+    "provenance": "protocol.provenance",
+    "outputs": "protocol.outputs",
+    # 10. studies
+    "experiments": "studies.experiments",
+    "mechanisms": "studies.mechanisms",
+    "analysis": "studies.analysis",
+    # 11. backends
+    "ray_backend": "backends.ray",
+    # 12. cli
+    "tabulate": "cli.tabulation",
+    "datacheck": "cli.datacheck",
+    "loadcheck": "cli.loadcheck",
+}
+
+#: a module that becomes a package under the same name (its code in ``__init__.py``)
+TO_PACKAGE = ("agent",)
+
+NEW_PACKAGES = {
+    "core": "The vocabulary (tasks, states, actions, outcomes, splits), paths, errors and small shared\n"
+    "utilities: the bottom layer, importing nothing else of cm_gym.",
+    "studies": "Studies built on the protocol: experiments (the paper's tables, ablations), the memory\n"
+    "mechanisms compared against, and analyses of runs and real model outputs.",
+    "backends": "Optional execution backends (Ray): they plug into the protocol and the experiment runner\n"
+    "through named plugins (`cm_gym.core.plugins`); nothing below imports them.",
+}
+
+#: text files whose references are rewritten
+TEXT_ROOTS = ("cm_gym", "tests", "bench", "examples", "docs", "docs_tools")
+TEXT_FILES = ("README.md", "ARCHITECTURE.md", "mkdocs.yml", "pyproject.toml", "evaluate.py", "train.py")
+SUFFIXES = {".py", ".md", ".yml", ".yaml", ".toml", ".txt", ".cfg", ".ini", ".json"}
+SKIP = {"docs_tools/move_layers.py"}
+
+
+def git(*args: str, dry: bool = False) -> None:
+    print("git", *args)
+    if not dry:
+        subprocess.run(["git", *args], check=True)
+
+
+def _path(dotted: str, package: bool) -> Path:
+    return Path("cm_gym", *dotted.split(".")) if package else Path("cm_gym", *dotted.split(".")).with_suffix(".py")
+
+
+def _ensure_package(folder: Path, dry: bool) -> None:
+    """Create `folder` (and its parents under cm_gym) as packages."""
+    for part in reversed([folder, *folder.parents]):
+        if part == Path("cm_gym") or Path("cm_gym") not in part.parents:
+            continue
+        init = part / "__init__.py"
+        if not init.exists():
+            doc = NEW_PACKAGES.get(part.name, f"The {part.name} package.")
+            print("create", init)
+            if not dry:
+                part.mkdir(parents=True, exist_ok=True)
+                init.write_text(f'"""{doc}"""\n', encoding="utf-8")
+                subprocess.run(["git", "add", str(init)], check=True)
+
+
+def move_files(dry: bool) -> list[str]:
+    """git mv every module still at an old place; returns the conflicts left for a person."""
+    problems = []
+    for old, new in MOVES.items():
+        old_pkg, new_pkg = _path(old, True), _path(new, True)
+        if old_pkg.is_dir():
+            for src in sorted(p for p in old_pkg.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+                dst = new_pkg / src.relative_to(old_pkg)
+                if dst.exists():
+                    problems.append(f"{src} and {dst} both exist: merge them by hand")
+                    continue
+                _ensure_package(dst.parent if dst.parent != new_pkg else new_pkg.parent, dry)
+                if not dry:
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                tracked = subprocess.run(["git", "ls-files", "--error-unmatch", str(src)], capture_output=True)
+                if tracked.returncode == 0:
+                    git("mv", str(src), str(dst), dry=dry)
+                elif not dry:
+                    src.rename(dst)
+            if not dry:
+                for leftover in sorted(old_pkg.rglob("__pycache__"), reverse=True):
+                    subprocess.run(["rm", "-rf", str(leftover)], check=True)
+                for folder in sorted((p for p in [old_pkg, *old_pkg.rglob("*")] if p.is_dir()), reverse=True):
+                    if not any(folder.iterdir()):
+                        folder.rmdir()
+            continue
+        src, dst = _path(old, False), _path(new, False)
+        if src.is_file():
+            if dst.exists():
+                problems.append(f"{src} and {dst} both exist: merge them by hand")
+                continue
+            _ensure_package(dst.parent, dry)
+            git("mv", str(src), str(dst), dry=dry)
+    for name in TO_PACKAGE:
+        src, dst = Path("cm_gym", f"{name}.py"), Path("cm_gym", name, "__init__.py")
+        if src.is_file():
+            if dst.exists():
+                problems.append(f"{src} and {dst} both exist: merge them by hand")
+                continue
+            if not dry:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+            git("mv", str(src), str(dst), dry=dry)
+    return problems
+
+
+def _dotted_rules() -> list[tuple[re.Pattern[str], str]]:
+    rules = []
+    for old, new in sorted(MOVES.items(), key=lambda kv: -len(kv[0])):
+        rules.append((re.compile(rf"(?<![\w.])cm_gym\.{re.escape(old)}(?![\w])"), f"cm_gym.{new}"))
+        rules.append((re.compile(rf"(?<![\w/])cm_gym/{re.escape(old.replace('.', '/'))}(?=/|\.py\b)"), f"cm_gym/{new.replace('.', '/')}"))
+    rules.append((re.compile(r"(?<![\w/])cm_gym/agent\.py\b"), "cm_gym/agent/__init__.py"))
+    return rules
+
+
+_FROM_ROOT = re.compile(r"^(?P<indent>\s*)from cm_gym import (?P<name>\w+)(?P<alias> as \w+)?(?P<rest>.*)$", re.M)
+
+
+def _from_root(match: re.Match[str]) -> str:
+    name = match["name"]
+    if name not in MOVES or "," in match["rest"]:
+        return match[0]
+    parent, _, leaf = f"cm_gym.{MOVES[name]}".rpartition(".")
+    alias = match["alias"] or ("" if leaf == name else f" as {name}")
+    return f"{match['indent']}from {parent} import {leaf}{alias}{match['rest']}"
+
+
+def rewrite(text: str) -> str:
+    for pattern, new in _dotted_rules():
+        text = pattern.sub(new, text)
+    return _FROM_ROOT.sub(_from_root, text)
+
+
+def rewrite_files(dry: bool) -> int:
+    files = [Path(f) for f in TEXT_FILES if Path(f).is_file()]
+    for root in TEXT_ROOTS:
+        files += [p for p in Path(root).rglob("*") if p.is_file() and p.suffix in SUFFIXES]
+    changed = 0
+    for path in files:
+        if path.as_posix() in SKIP or "__pycache__" in path.parts or ".venv" in path.parts:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        new = rewrite(text)
+        if new != text:
+            changed += 1
+            print("rewrite", path)
+            if not dry:
+                path.write_text(new, encoding="utf-8")
+    return changed
+
+
+def main(argv: list[str]) -> int:
+    dry = "--dry-run" in argv
+    problems = move_files(dry)
+    n = rewrite_files(dry)
+    print(f"{n} files rewritten")
+    for p in problems:
+        print("CONFLICT:", p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
