@@ -191,7 +191,9 @@ def upward(graph: dict[str, set[str]], layout: dict[str, str]) -> list[tuple[str
     for a, targets in graph.items():
         for b in targets:
             la, lb = layer(a, layout), layer(b, layout)
-            if lb == "root" and b in ("cm_gym", "cm_gym._compat") or ORDER.index(lb) > ORDER.index(la):
+            if (lb == "root" and la != "root" and b in ("cm_gym", "cm_gym._compat")) or ORDER.index(
+                lb
+            ) > ORDER.index(la):
                 bad.append((a, b))
     return sorted(bad)
 

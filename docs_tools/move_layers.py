@@ -83,7 +83,11 @@ def git(*args: str, dry: bool = False) -> None:
 
 
 def _path(dotted: str, package: bool) -> Path:
-    return Path("cm_gym", *dotted.split(".")) if package else Path("cm_gym", *dotted.split(".")).with_suffix(".py")
+    return (
+        Path("cm_gym", *dotted.split("."))
+        if package
+        else Path("cm_gym", *dotted.split(".")).with_suffix(".py")
+    )
 
 
 def _ensure_package(folder: Path, dry: bool) -> None:
@@ -104,6 +108,15 @@ def _ensure_package(folder: Path, dry: bool) -> None:
 def move_files(dry: bool) -> list[str]:
     """git mv every module still at an old place; returns the conflicts left for a person."""
     problems = []
+    for name in TO_PACKAGE:
+        src, dst = Path("cm_gym", f"{name}.py"), Path("cm_gym", name, "__init__.py")
+        if src.is_file():
+            if dst.exists():
+                problems.append(f"{src} and {dst} both exist: merge them by hand")
+                continue
+            if not dry:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+            git("mv", str(src), str(dst), dry=dry)
     for old, new in MOVES.items():
         old_pkg, new_pkg = _path(old, True), _path(new, True)
         if old_pkg.is_dir():
@@ -112,10 +125,12 @@ def move_files(dry: bool) -> list[str]:
                 if dst.exists():
                     problems.append(f"{src} and {dst} both exist: merge them by hand")
                     continue
-                _ensure_package(dst.parent if dst.parent != new_pkg else new_pkg.parent, dry)
+                _ensure_package(new_pkg.parent, dry)
                 if not dry:
                     dst.parent.mkdir(parents=True, exist_ok=True)
-                tracked = subprocess.run(["git", "ls-files", "--error-unmatch", str(src)], capture_output=True)
+                tracked = subprocess.run(
+                    ["git", "ls-files", "--error-unmatch", str(src)], capture_output=True
+                )
                 if tracked.returncode == 0:
                     git("mv", str(src), str(dst), dry=dry)
                 elif not dry:
@@ -134,15 +149,6 @@ def move_files(dry: bool) -> list[str]:
                 continue
             _ensure_package(dst.parent, dry)
             git("mv", str(src), str(dst), dry=dry)
-    for name in TO_PACKAGE:
-        src, dst = Path("cm_gym", f"{name}.py"), Path("cm_gym", name, "__init__.py")
-        if src.is_file():
-            if dst.exists():
-                problems.append(f"{src} and {dst} both exist: merge them by hand")
-                continue
-            if not dry:
-                dst.parent.mkdir(parents=True, exist_ok=True)
-            git("mv", str(src), str(dst), dry=dry)
     return problems
 
 
@@ -150,12 +156,19 @@ def _dotted_rules() -> list[tuple[re.Pattern[str], str]]:
     rules = []
     for old, new in sorted(MOVES.items(), key=lambda kv: -len(kv[0])):
         rules.append((re.compile(rf"(?<![\w.])cm_gym\.{re.escape(old)}(?![\w])"), f"cm_gym.{new}"))
-        rules.append((re.compile(rf"(?<![\w/])cm_gym/{re.escape(old.replace('.', '/'))}(?=/|\.py\b)"), f"cm_gym/{new.replace('.', '/')}"))
+        rules.append(
+            (
+                re.compile(rf"(?<![\w/])cm_gym/{re.escape(old.replace('.', '/'))}(?=/|\.py\b)"),
+                f"cm_gym/{new.replace('.', '/')}",
+            )
+        )
     rules.append((re.compile(r"(?<![\w/])cm_gym/agent\.py\b"), "cm_gym/agent/__init__.py"))
     return rules
 
 
-_FROM_ROOT = re.compile(r"^(?P<indent>\s*)from cm_gym import (?P<name>\w+)(?P<alias> as \w+)?(?P<rest>.*)$", re.M)
+_FROM_ROOT = re.compile(
+    r"^(?P<indent>\s*)from cm_gym import (?P<name>\w+)(?P<alias> as \w+)?(?P<rest>.*)$", re.M
+)
 
 
 def _from_root(match: re.Match[str]) -> str:
@@ -194,10 +207,55 @@ def rewrite_files(dry: bool) -> int:
     return changed
 
 
+#: (file, old text, new text): what depends on a module's depth or on paths inside the package
+FIXUPS = (
+    (
+        "cm_gym/protocol/provenance.py",
+        "root = Path(__file__).resolve().parents[1]",
+        "root = Path(__file__).resolve().parents[2]",
+    ),
+    (
+        "cm_gym/studies/experiments/unit.py",
+        "root = Path(__file__).resolve().parents[1]",
+        "root = Path(__file__).resolve().parents[2]",
+    ),
+    (
+        "cm_gym/core/paths.py",
+        'Path(__file__).resolve().parents[2] / "shared"',
+        'Path(__file__).resolve().parents[3] / "shared"',
+    ),
+    (
+        "cm_gym/studies/experiments/unit.py",
+        '_NOT_IN_CODE_VERSION = ("cli/", "report.py", "experiments/")',
+        '_NOT_IN_CODE_VERSION = ("cli/", "protocol/report.py", "studies/experiments/")',
+    ),
+    (
+        "cm_gym/studies/experiments/unit.py",
+        '_IN_CODE_VERSION = ("experiments/units.py", "experiments/unit.py", "experiments/runner.py")',
+        '_IN_CODE_VERSION = (\n    "studies/experiments/units.py",\n    "studies/experiments/unit.py",\n    "studies/experiments/runner.py",\n)',
+    ),
+    (
+        "cm_gym/memory/defaults.py",
+        '_CORE_SOURCES = ("memory", "agent.py", "llm/simulated.py", "llm/prompts.py", "llm/parsers.py")',
+        '_CORE_SOURCES = (\n    "memory",\n    "domains/conditions.py",\n    "agent/__init__.py",\n    "llm/simulated.py",\n    "llm/prompts.py",\n    "llm/parsers.py",\n)',
+    ),
+)
+
+
+def fixups(dry: bool) -> None:
+    for file, old, new in FIXUPS:
+        path = Path(file)
+        if path.is_file() and old in (text := path.read_text(encoding="utf-8")):
+            print("fixup", file)
+            if not dry:
+                path.write_text(text.replace(old, new), encoding="utf-8")
+
+
 def main(argv: list[str]) -> int:
     dry = "--dry-run" in argv
     problems = move_files(dry)
     n = rewrite_files(dry)
+    fixups(dry)
     print(f"{n} files rewritten")
     for p in problems:
         print("CONFLICT:", p)
