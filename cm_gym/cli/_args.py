@@ -113,6 +113,7 @@ OPTIONS: dict[str, Opt] = {
     "llm_cache_mode": Opt("rw, ro (replay only: a miss is an error) or off", choices=_choices("cm_gym.llm.factory", "CACHE_MODES")),
     "concurrency": Opt("LLM calls in flight at most, where calls are independent (real LLMs)", pos_int, metavar="N"),
     "split_seed": Opt("seed of the build / train / eval split", nonneg_int, metavar="SEED"),
+    "split_seeds": Opt("rotate the split (SpiderSQL: the eval databases) over these seeds, one run each, pooled (cm-gym run)", nonneg_int, metavar="SEED"),
     "max_decisions": Opt("decision budget per task", pos_int, metavar="N"),
     "k": Opt("records retrieved per decision (0..4)", slots, metavar="K"),
     "use_conditions": Opt("condition switch: filter retrieval and render records with their condition"),

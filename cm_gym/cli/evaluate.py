@@ -28,7 +28,7 @@ DESCRIPTION = (
 
 def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of `cm-gym evaluate` and `python evaluate.py`."""
-    add_dataclass_args(p, ProtocolConfig)
+    add_dataclass_args(p, ProtocolConfig, skip=("split_seeds",))
     p.add_argument(
         "--training", type=Path, default=None, metavar="FILE", help="training.json written by `cm-gym train`"
     )
