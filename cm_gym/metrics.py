@@ -258,17 +258,19 @@ def paired_bootstrap(
     if not common:
         return {"diff": None, "lo": None, "hi": None, "n_tasks": 0, "level": level}
     d = np.array([treated[t] - baseline[t] for t in common], dtype=float)
-    means = bootstrap_means(d, n_boot, seed)
+    return _percentile_ci(
+        float(d.mean()), bootstrap_means(d, n_boot, seed), level, n_tasks=len(common), n_boot=n_boot
+    )
+
+
+def _percentile_ci(point: float, means: Any, level: float, **extra: Any) -> dict[str, Any]:
+    """``{diff, lo, hi, <extra>, level}``: `point` with the percentile interval of the bootstrap `means`."""
+    import numpy as np
+
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
-    return {
-        "diff": float(d.mean()),
-        "lo": float(lo),
-        "hi": float(hi),
-        "n_tasks": len(common),
-        "level": level,
-        "n_boot": n_boot,
-    }
+    out = {"diff": point, "lo": float(lo), "hi": float(hi), **extra, "level": level}
+    return out
 
 
 def paired_comparisons(
@@ -344,18 +346,8 @@ def two_level_paired_bootstrap(
         return empty
     diff = np.array([[a[t] - b[t] for t in tasks] for a, b in rows], dtype=float)
     means = two_level_bootstrap_means(diff, n_boot, seed)
-    alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
-    return {
-        "diff": float(diff.mean()),
-        "lo": float(lo),
-        "hi": float(hi),
-        "n_tasks": len(tasks),
-        "n_seeds": len(rows),
-        "level": level,
-        "n_boot": n_boot,
-        "resampled": "seeds and tasks",
-    }
+    return _percentile_ci(float(diff.mean()), means, level, n_tasks=len(tasks), n_seeds=len(rows),
+                          n_boot=n_boot, resampled="seeds and tasks")  # fmt: skip
 
 
 def two_level_comparisons(
