@@ -75,15 +75,26 @@ def run(kind: str, system: str, args: argparse.Namespace, defaults: dict[str, Er
     else:
         tasks = col["tasks"](None)
         real = col["real"](system, tasks, repair=repair)
+        extra = {"verify": args.dafny_proxy} if kind == "dafny" else {}
         if kind not in defaults:
-            defaults[kind] = col["simulated"](None, tasks, seeds=args.eval_seeds, repair=repair)
+            defaults[kind] = col["simulated"](None, tasks, seeds=args.eval_seeds, repair=repair, **extra)
         default = defaults[kind]
         fitted = None
         if system in profile_names():
-            fitted = col["simulated"](load_profile(system), tasks, seeds=args.eval_seeds, repair=repair)
+            fitted = col["simulated"](
+                load_profile(system), tasks, seeds=args.eval_seeds, repair=repair, **extra
+            )
+        if kind == "dafny" and args.dafny_agree:
+            from cm_gym.analysis.real_errors_dafny import upstream_agreement
+
+            real.notes["dafny_2_3_agreement"] = upstream_agreement(system, tasks, args.dafny_agree)
+            print(f"Dafny 2.3 on upstream's verdicts ({system}): {real.notes['dafny_2_3_agreement']}")
     title = f"{kind} · {system}" + (" (held-out databases)" if args.holdout else "")
     print(f"\n## {title}  [{time.perf_counter() - started:.0f} s]\n")
     print(kinds_table([s for s in (real, default, fitted) if s is not None]))
+    for s in (real, default, fitted):
+        if s is not None and s.notes:
+            print(f"  {s.source}: " + "; ".join(f"{k} {v}" for k, v in s.notes.items()))
     return {"row": summary_row(kind, system, real, default, fitted),
             "samples": {s.source: s.as_dict() for s in (real, default, fitted) if s is not None}}  # fmt: skip
 
@@ -103,6 +114,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repair-he", type=int, default=40, help="HumanEval failures whose repair is checked")
     p.add_argument("--repair-dafny", type=int, default=30, help="Dafny failures whose repair is checked")
     p.add_argument("--dafny-repair-systems", nargs="*", default=["gpt-4o"])
+    p.add_argument(
+        "--dafny-agree",
+        type=int,
+        default=0,
+        metavar="N",
+        help="re-verify N upstream-solved and N upstream-failed programs per Dafny system with Dafny 2.3",
+    )
+    p.add_argument(
+        "--dafny-proxy",
+        type=int,
+        default=0,
+        metavar="N",
+        help="verify N simulated Dafny failures (the 'differs from the ground truth' proxy) with Dafny 2.3",
+    )
     p.add_argument("--json", help="write every sample and summary row to this file")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

@@ -232,3 +232,27 @@ def simulated_sample(
         sample.notes["proxy_fails"] = f"{fails}/{len(checked)} verified with Dafny 2.3"
     _repairs(sample, failed, repair, max_edits)
     return sample
+
+
+def upstream_agreement(system: str, task_list: Sequence[Task], n: int = 10) -> dict[str, Any]:
+    """Re-verify with Dafny 2.3 up to `n` of `system`'s programs upstream (Dafny 4.x) solved and
+    `n` it failed, among those the annotation checker accepts (the rest cannot run here): how
+    often the two verifiers agree. Spread evenly over the task list; each check costs seconds."""
+    rows = load_recordings("dafny").for_system(system)
+    domain = get_domain("dafny")
+    check = evaluator_check(domain.make_evaluator())
+    groups: dict[str, list[tuple[Task, str]]] = {"solved": [], "failed": []}
+    for task in task_list:
+        row = rows.get(str(task.meta["file"]))
+        if row is None or row.verdict == "0":
+            continue
+        answer = domain.parse_action(row.text)
+        if _program_change(str(task.meta["program"]), answer) or not _MEMBER.search(answer):
+            continue
+        groups["solved" if row.verdict.isdigit() else "failed"].append((task, answer))
+    out: dict[str, Any] = {}
+    for name, items in groups.items():
+        picks = [items[int(i * len(items) / n)] for i in range(min(n, len(items)))] if items else []
+        passed = sum(check(task, answer) for task, answer in picks)
+        out[name] = {"checkable": len(items), "verified_2_3": passed, "checked": len(picks)}
+    return out

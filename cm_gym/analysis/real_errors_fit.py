@@ -6,8 +6,12 @@ distribution and the failure rate (the memory-free score) are targets at once. E
 domain's profile model produces one sub-kind (`TARGETS` of the domain's profile module); a fit
 round multiplies each slip's rate by (real mass + ε) / (simulated mass + ε) of its sub-kind
 (damped, power 0.8; capped at the model's maximum), re-simulates, and the round with the lowest
-loss ``TV(kinds) + |failure-rate gap|`` is kept. Nothing else enters the fit — in particular no
-policy's score, and not the one-edit-repairable share (it is reported as a check, not fitted).
+loss ``TV(kinds) + |failure-rate gap| + |local-share gap|`` is kept. The rate fit runs once per
+candidate *difficulty* (`DIFFICULTIES`: slips independent of the task, or the hard quarter of the
+tasks carrying 60% / 85% of the slip probability, so that mistakes co-occur in one answer as real
+ones do — the local share is the share of failures one unit away from the gold). Nothing else
+enters the fit — in particular no policy's score, and not the one-edit-repairable share (it is
+reported as a check, not fitted).
 
 The fit uses seeds `fit_seeds` of the simulator; the distances it reports (`FitResult.before`,
 `.after`) are measured on other seeds (`eval_seeds`), and on other tasks when `eval_tasks` is
@@ -35,6 +39,10 @@ PROFILE_MODULES: Mapping[str, tuple[str, str]] = {
     "dafny": ("dafny", "cm_gym.domains.dafny.errormodel_profiles"),
 }
 DAMPING = 0.8
+#: the share of tasks that are *hard* under a fitted difficulty, and the candidate shares of slip
+#: probability they carry (None: slips independent of the task, as the default model)
+HARD_SHARE = 0.25
+DIFFICULTIES: tuple[float | None, ...] = (None, 0.6, 0.85)
 
 
 @dataclass
@@ -82,16 +90,24 @@ def _module(kind: str) -> Any:
     return importlib.import_module(PROFILE_MODULES[kind][1])
 
 
-def make_profile(kind: str, name: str, rates: Mapping[str, float]) -> Profile:
-    """A profile of `kind`'s domain with these slip rates (rounded to 4 places, zeros dropped)."""
+def make_profile(
+    kind: str, name: str, rates: Mapping[str, float], difficulty: float | None = None
+) -> Profile:
+    """A profile of `kind`'s domain with these slip rates (rounded to 4 places, zeros dropped)
+    and, when `difficulty` is given, the hard `HARD_SHARE` of tasks carrying that share of the
+    slip probability (`cm_gym.llm.profiles.with_difficulty`)."""
     domain, module = PROFILE_MODULES[kind]
     clean = {k: round(float(v), 4) for k, v in rates.items() if round(float(v), 4) > 0}
-    return Profile(name, domain, f"{module}:profile_error_model", {"rates": clean})
+    params: dict[str, Any] = {"rates": clean}
+    if difficulty is not None:
+        params["difficulty"] = {"share": HARD_SHARE, "mass": difficulty}
+    return Profile(name, domain, f"{module}:profile_error_model", params)
 
 
 def _loss(real: ErrorSample, sim: ErrorSample) -> float:
     gap = abs((sim.none_score or 0.0) - (real.none_score or 0.0)) / 100.0
-    return tv_distance(real.distribution(), sim.distribution()) + gap
+    local = abs((sim.local_share or 0.0) - (real.local_share or 0.0))
+    return tv_distance(real.distribution(), sim.distribution()) + gap + local
 
 
 def fit_profile(
@@ -99,6 +115,7 @@ def fit_profile(
     system: str,
     *,
     rounds: int = 6,
+    difficulties: Sequence[float | None] = DIFFICULTIES,
     fit_seeds: Sequence[int] = (0,),
     eval_seeds: Sequence[int] = (1, 2),
     fit_tasks: Sequence[Task] | None = None,
@@ -114,28 +131,29 @@ def fit_profile(
     real_fit = col["real"](system, fit_tasks, repair=False, **options)
     target = {k: v / max(1, real_fit.n_tasks) for k, v in real_fit.mass(sub=True).items()}
     eps = 0.5 / max(1, real_fit.n_tasks)
-    rates = dict(mod.initial_rates())
-    best: tuple[float, dict[str, float]] | None = None
+    best: tuple[float, dict[str, float], float | None] | None = None
     history: list[dict[str, Any]] = []
-    for rnd in range(rounds + 1):
-        sim = col["simulated"](
-            make_profile(kind, system, rates), fit_tasks, seeds=fit_seeds, repair=False, **options
-        )
-        loss = _loss(real_fit, sim)
-        history.append({"round": rnd, "loss": round(loss, 4), "none_score": sim.none_score,
-                        "rates": {k: round(v, 4) for k, v in rates.items()}})  # fmt: skip
-        logger.info("fit %s:%s round %d: loss %.4f (None %.1f vs real %.1f)", kind, system, rnd, loss,
-                    sim.none_score or 0.0, real_fit.none_score or 0.0)  # fmt: skip
-        if best is None or loss < best[0]:
-            best = (loss, dict(rates))
-        if rnd == rounds:
-            break
-        cur = {k: v / max(1, sim.n_tasks) for k, v in sim.mass(sub=True).items()}
-        for op, sub in mod.TARGETS.items():
-            factor = (target.get(sub, 0.0) + eps) / (cur.get(sub, 0.0) + eps)
-            rates[op] = min(mod.MAX_P, rates[op] * factor**DAMPING)
+    for difficulty in difficulties:
+        rates = dict(mod.initial_rates())
+        for rnd in range(rounds + 1):
+            profile = make_profile(kind, system, rates, difficulty)
+            sim = col["simulated"](profile, fit_tasks, seeds=fit_seeds, repair=False, **options)
+            loss = _loss(real_fit, sim)
+            history.append({"difficulty": difficulty, "round": rnd, "loss": round(loss, 4),
+                            "none_score": sim.none_score, "local_share": sim.local_share,
+                            "rates": {k: round(v, 4) for k, v in rates.items()}})  # fmt: skip
+            logger.info("fit %s:%s difficulty %s round %d: loss %.4f (None %.1f vs real %.1f)", kind, system,
+                        difficulty, rnd, loss, sim.none_score or 0.0, real_fit.none_score or 0.0)  # fmt: skip
+            if best is None or loss < best[0]:
+                best = (loss, dict(rates), difficulty)
+            if rnd == rounds:
+                break
+            cur = {k: v / max(1, sim.n_tasks) for k, v in sim.mass(sub=True).items()}
+            for op, sub in mod.TARGETS.items():
+                factor = (target.get(sub, 0.0) + eps) / (cur.get(sub, 0.0) + eps)
+                rates[op] = min(mod.MAX_P, rates[op] * factor**DAMPING)
     assert best is not None
-    profile = make_profile(kind, system, {k: v for k, v in best[1].items() if v >= 0.002})
+    profile = make_profile(kind, system, {k: v for k, v in best[1].items() if v >= 0.002}, best[2])
     real = col["real"](system, eval_tasks, repair=repair, **options)
     default = col["simulated"](None, eval_tasks, seeds=eval_seeds, repair=repair, **options)
     fitted = col["simulated"](profile, eval_tasks, seeds=eval_seeds, repair=repair, **options)

@@ -3,14 +3,16 @@
 A profile is an error model of the simulated LLM fitted to the published outputs of one real
 system (``cm_gym/llm/profiles/<name>.json``, written by ``python bench/bench_error_profiles.py
 --fit``): which domain it covers, the function that builds its `ErrorModel` from its parameters
-(``"module:function"``, in the domain's package), the fitted parameters (rates — never the
-outputs themselves), where they come from and how close the fit landed. ``simulated`` and
+(``"module:function"``, in the domain's package), the fitted parameters (slip rates and, when
+fitted, a two-class task difficulty that makes slips co-occur on hard tasks — never the outputs
+themselves), where they come from and how close the fit landed. ``simulated`` and
 ``simulated:default`` are the built-in error models of every domain, bit-identical to what
 ``simulated`` always was.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import importlib
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cm_gym.domains.base import ErrorModel
+from cm_gym.domains.base import ErrorModel, ErrorOperator
 from cm_gym.llm.errors import LLMError
 
 logger = logging.getLogger(__name__)
@@ -59,7 +61,35 @@ class Profile:
             raise LLMError(
                 f"simulator profile {self.name!r}: cannot load its builder {self.builder!r} ({exc})"
             ) from None
-        return build(self.params)
+        model = build(self.params)
+        difficulty = self.params.get("difficulty")
+        return (
+            with_difficulty(model, float(difficulty["share"]), float(difficulty["mass"]))
+            if difficulty
+            else model
+        )
+
+
+def task_multiplier(task_id: str, share: float, mass: float) -> float:
+    """A task's slip-rate multiplier under a two-class difficulty: a stable `share` of the tasks
+    (by a hash of the task id, the same for every LLM seed) is *hard* and carries `mass` of the
+    slip probability (×mass/share), the rest ×(1−mass)/(1−share); the mean is 1."""
+    u = int.from_bytes(hashlib.blake2b(task_id.encode(), digest_size=8).digest(), "big") / 2.0**64
+    return mass / share if u < share else (1.0 - mass) / (1.0 - share)
+
+
+def with_difficulty(model: ErrorModel, share: float, mass: float) -> ErrorModel:
+    """`model` with every slip's probability times `task_multiplier` (capped at 0.95): slips then
+    co-occur on hard tasks, as real systems' mistakes do (several kinds in one wrong answer)."""
+    if not (0.0 < share < 1.0 and share <= mass < 1.0):
+        raise LLMError(f"difficulty needs 0 < share <= mass < 1, got share {share}, mass {mass}")
+
+    def scaled(op: ErrorOperator) -> ErrorOperator:
+        return dataclasses.replace(
+            op, probability=lambda t: min(0.95, op.probability(t) * task_multiplier(t.task_id, share, mass))
+        )
+
+    return dataclasses.replace(model, operators=tuple(scaled(op) for op in model.operators))
 
 
 def profile_names() -> list[str]:

@@ -13,7 +13,14 @@ from cm_gym.llm.cache import ResponseCache
 from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.errors import LLMError
 from cm_gym.llm.factory import make_llm
-from cm_gym.llm.profiles import Profile, load_profile, profile_names, profiles_for
+from cm_gym.llm.profiles import (
+    Profile,
+    load_profile,
+    profile_names,
+    profiles_for,
+    task_multiplier,
+    with_difficulty,
+)
 from cm_gym.llm.simulated import SimulatedLLM
 from cm_gym.registry import get_benchmark, get_domain
 from cm_gym.types import AgentState
@@ -109,3 +116,27 @@ def test_an_in_memory_profile_needs_no_file() -> None:
     bad = Profile("bad", "sql", "cm_gym.nowhere:nothing", {})
     with pytest.raises(LLMError, match="cannot load its builder"):
         SimulatedLLM(seed=0, profile=bad).draft_action(task)
+
+
+def test_difficulty_concentrates_slips_on_a_stable_hard_share() -> None:
+    ids = [f"task-{i}" for i in range(4000)]
+    mult = [task_multiplier(t, 0.25, 0.85) for t in ids]
+    hard = [m for m in mult if m > 1]
+    assert abs(len(hard) / len(ids) - 0.25) < 0.03 and abs(sum(mult) / len(ids) - 1.0) < 0.06
+    assert hard[0] == pytest.approx(0.85 / 0.25) and min(mult) == pytest.approx(0.15 / 0.75)
+    assert task_multiplier("task-7", 0.25, 0.85) == task_multiplier("task-7", 0.25, 0.85)  # stable
+    base = Profile("p", "sql", "cm_gym.domains.sql.errormodel_profiles:profile_error_model",
+                   {"rates": {"extra_column": 0.2}})  # fmt: skip
+    hardened = Profile(
+        base.name, base.domain, base.builder, {**base.params, "difficulty": {"share": 0.25, "mass": 0.85}}
+    )
+    task = next(t for t in get_benchmark("SQL").load(None) if t.reference.upper().startswith("SELECT "))
+    p0 = next(op for op in base.error_model("sql").operators if op.name == "extra_column")
+    p1 = next(op for op in hardened.error_model("sql").operators if op.name == "extra_column")
+    assert p0.probability(task) == pytest.approx(0.2)
+    assert p1.probability(task) == pytest.approx(
+        min(0.95, p0.probability(task) * task_multiplier(task.task_id, 0.25, 0.85))
+    )
+    assert base.digest() != hardened.digest()
+    with pytest.raises(LLMError, match="difficulty needs"):
+        with_difficulty(base.error_model("sql"), 0.5, 0.2)
