@@ -220,20 +220,22 @@ def compare(
     """One (benchmark kind, real system) comparison: the real sample, one simulated sample per
     profile (None / "default": the built-in model) and each one's `Distance` from the real one.
     `limit` caps the tasks (a quick sample, e.g. in tests); `options` go to the domain collector."""
-    collectors = _collectors(kind)
-    tasks = collectors["tasks"](limit)
-    real = collectors["real"](system, tasks, repair=repair, **options)
+    col = collectors(kind)
+    tasks = col["tasks"](limit)
+    real = col["real"](system, tasks, repair=repair, **options)
     out: dict[str, Any] = {"kind": kind, "system": system, "real": real, "simulated": {}, "distance": {}}
     for profile in profiles:
         name = profile or "default"
-        sim = collectors["simulated"](profile, tasks, seeds=seeds, repair=repair, **options)
+        sim = col["simulated"](profile, tasks, seeds=seeds, repair=repair, **options)
         out["simulated"][name] = sim
         out["distance"][name] = distance(real, sim)
         logger.info("%s %s vs simulated:%s: %s", kind, system, name, out["distance"][name])
     return out
 
 
-def _collectors(kind: str) -> dict[str, Callable[..., Any]]:
+def collectors(kind: str) -> dict[str, Callable[..., Any]]:
+    """The domain module's ``tasks(limit)``, ``real_sample(system, tasks, …)`` and
+    ``simulated_sample(profile, tasks, …)`` for recordings kind `kind`."""
     if kind == "spider":
         from cm_gym.analysis import real_errors_spider as mod
     elif kind == "humaneval":

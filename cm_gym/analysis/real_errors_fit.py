@@ -5,7 +5,8 @@ divided by the number of tasks: each failure spreads 1 over its sub-kinds), so b
 distribution and the failure rate (the memory-free score) are targets at once. Each slip of the
 domain's profile model produces one sub-kind (`TARGETS` of the domain's profile module); a fit
 round multiplies each slip's rate by (real mass + ε) / (simulated mass + ε) of its sub-kind
-(damped, power 0.8; capped at the model's maximum), re-simulates, and the round with the lowest
+(damped, power 0.8; capped at the model's maximum; halved when the real system never shows that
+sub-kind), re-simulates, and the round with the lowest
 loss ``TV(kinds) + |failure-rate gap| + |local-share gap|`` is kept. The rate fit runs once per
 candidate *difficulty* (`DIFFICULTIES`: slips independent of the task, or the hard quarter of the
 tasks carrying 60% / 85% of the slip probability, so that mistakes co-occur in one answer as real
@@ -26,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cm_gym.analysis.real_errors import ErrorSample, _collectors, distance, tv_distance
+from cm_gym.analysis.real_errors import ErrorSample, collectors, distance, tv_distance
 from cm_gym.llm.profiles import Profile
 from cm_gym.types import Task
 
@@ -125,7 +126,7 @@ def fit_profile(
 ) -> FitResult:
     """Fit the rates of `kind`'s profile model to `system`'s published answers (module doc);
     `options` go to the domain's collectors (e.g. a shared evaluator)."""
-    col, mod = _collectors(kind), _module(kind)
+    col, mod = collectors(kind), _module(kind)
     fit_tasks = list(fit_tasks) if fit_tasks is not None else col["tasks"](None)
     eval_tasks = list(eval_tasks) if eval_tasks is not None else fit_tasks
     real_fit = col["real"](system, fit_tasks, repair=False, **options)
@@ -150,6 +151,9 @@ def fit_profile(
                 break
             cur = {k: v / max(1, sim.n_tasks) for k, v in sim.mass(sub=True).items()}
             for op, sub in mod.TARGETS.items():
+                if target.get(sub, 0.0) == 0.0:  # a kind the real system never shows: no slip for it
+                    rates[op] *= 0.5
+                    continue
                 factor = (target.get(sub, 0.0) + eps) / (cur.get(sub, 0.0) + eps)
                 rates[op] = min(mod.MAX_P, rates[op] * factor**DAMPING)
     assert best is not None

@@ -212,10 +212,9 @@ def _directions(study: Study, b: str, a: str, r: dict, calls: dict) -> list:
     ]
     c_none, c_unv, c_full = (calls[m].value for m in ("none", "cf_without_wm", "matched"))
     if None not in (c_none, c_unv, c_full):
-        more = study.paired_rate(
-            r["none"], r["cf_without_wm"], "evaluator_calls", "solved"
-        )  # unverified − none
-        fewer = study.paired_rate(r["matched"], r["none"], "evaluator_calls", "solved")  # none − full
+        # paired ratio CIs: unverified − none, and none − full
+        more = study.paired_rate(r["none"], r["cf_without_wm"], "evaluator_calls", "solved")
+        fewer = study.paired_rate(r["matched"], r["none"], "evaluator_calls", "solved")
         out.append(
             Direction(
                 f"{b}·{a}: unverified advice costs more calls per solved task than the base agent, the full method fewer",
