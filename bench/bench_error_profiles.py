@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.analysis.real_errors import ErrorSample, _collectors
+from cm_gym.analysis.real_errors import ErrorSample, collectors
 from cm_gym.analysis.real_errors_fit import fit_profile
 from cm_gym.analysis.real_errors_report import kinds_table, summary_row, summary_table
 from cm_gym.llm.profiles import load_profile, profile_names, write_profile
@@ -58,7 +58,7 @@ def _holdout(tasks: list[Any], seed: int = 0) -> tuple[list[Any], list[Any]]:
 
 
 def run(kind: str, system: str, args: argparse.Namespace, defaults: dict[str, ErrorSample]) -> dict[str, Any]:
-    col = _collectors(kind)
+    col = collectors(kind)
     repair = _repair(kind, system, args)
     started = time.perf_counter()
     if args.fit or args.holdout:
@@ -66,16 +66,20 @@ def run(kind: str, system: str, args: argparse.Namespace, defaults: dict[str, Er
         if args.holdout:
             fit_tasks, eval_tasks = _holdout(col["tasks"](None))
         res = fit_profile(kind, system, rounds=args.rounds, fit_seeds=args.fit_seeds, eval_seeds=args.eval_seeds,
-                          fit_tasks=fit_tasks, eval_tasks=eval_tasks, repair=repair)  # fmt: skip
+                          fit_tasks=fit_tasks, eval_tasks=eval_tasks, repair=repair,
+                          difficulties=[None if d == "none" else float(d) for d in args.difficulties])  # fmt: skip
         real, default, fitted = res.real, res.default, res.fitted
         if args.fit and not args.holdout:
             meta = res.meta(kind, system, args.fit_seeds, args.eval_seeds)
+            meta["generated_by"] = "python bench/bench_error_profiles.py " + " ".join(sys.argv[1:])
             path = write_profile(system, res.profile.domain, res.profile.builder, res.profile.params, meta)
             print(f"wrote {path}")
     else:
         tasks = col["tasks"](None)
-        real = col["real"](system, tasks, repair=repair)
-        extra = {"verify": args.dafny_proxy} if kind == "dafny" else {}
+        real = col["real"](
+            system, tasks, repair=repair, **({"max_edits": args.dafny_edits} if kind == "dafny" else {})
+        )
+        extra = {"verify": args.dafny_proxy, "max_edits": args.dafny_edits} if kind == "dafny" else {}
         if kind not in defaults:
             defaults[kind] = col["simulated"](None, tasks, seeds=args.eval_seeds, repair=repair, **extra)
         default = defaults[kind]
@@ -109,11 +113,20 @@ def main(argv: list[str] | None = None) -> int:
         "--only", nargs="+", metavar="KIND:SYSTEM", help="e.g. spider:gpt-4-zero-shot dafny:gpt-4o"
     )
     p.add_argument("--rounds", type=int, default=6)
+    p.add_argument(
+        "--difficulties",
+        nargs="+",
+        default=["none", "0.6", "0.85"],
+        help="task-difficulty settings the fit tries (none: slips independent of the task)",
+    )
     p.add_argument("--fit-seeds", type=int, nargs="+", default=[0])
     p.add_argument("--eval-seeds", type=int, nargs="+", default=[1, 2])
     p.add_argument("--repair-he", type=int, default=40, help="HumanEval failures whose repair is checked")
     p.add_argument("--repair-dafny", type=int, default=30, help="Dafny failures whose repair is checked")
     p.add_argument("--dafny-repair-systems", nargs="*", default=["gpt-4o"])
+    p.add_argument(
+        "--dafny-edits", type=int, default=10, help="edits verified per Dafny failure in the repair check"
+    )
     p.add_argument(
         "--dafny-agree",
         type=int,

@@ -10,7 +10,8 @@ canonical program with the system's kinds of mistake, at its fitted rates (in th
   of that family (`cm_gym.domains.humaneval.families`) in the entry point's body, where the
   canonical body has one;
 * ``rewrite`` — two edits of different families on different lines: a program that is wrong in
-  more than one place (what the classifier calls ``other``: not one bug).
+  more than one place (what the classifier calls ``other``: not one bug);
+* ``no_program`` — the entry point with no code (the failing Reflexion rows are empty replies).
 
 HumanEvalFix's ``excess_logic`` has no slip (no generic edit writes a plausible extra clause).
 The default's retry and revision rates are kept (the published outputs say nothing about them).
@@ -26,14 +27,18 @@ import numpy as np
 
 from cm_gym.domains.base import ErrorModel, ErrorOperator
 from cm_gym.domains.code.mutations import Mutation
-from cm_gym.domains.humaneval.families import FAMILIES, kind_family
+from cm_gym.domains.humaneval.families import FAMILIES, body_span, kind_family
 from cm_gym.domains.humaneval.model import body_mutations, humaneval_error_model
 from cm_gym.types import Task
 
 MAX_P = 0.95
-OPERATORS: tuple[str, ...] = (*(f"slip_{f}" for f in FAMILIES), "rewrite")
+OPERATORS: tuple[str, ...] = (*(f"slip_{f}" for f in FAMILIES), "rewrite", "no_program")
 #: the class (`cm_gym.analysis.real_errors_humaneval.HE_KINDS`) each slip produces
-TARGETS: dict[str, str] = {**{f"slip_{f}": f for f in FAMILIES}, "rewrite": "other"}
+TARGETS: dict[str, str] = {
+    **{f"slip_{f}": f for f in FAMILIES},
+    "rewrite": "other",
+    "no_program": "no_program",
+}
 
 
 def initial_rates() -> dict[str, float]:
@@ -78,6 +83,15 @@ def rewrite(task: Task, action: str, rng: np.random.Generator) -> str | None:
     return later[int(rng.integers(len(later)))].apply(once) if later else None
 
 
+def no_program(task: Task, action: str, rng: np.random.Generator) -> str | None:
+    """The entry point with no code: its body (after the docstring) replaced by ``pass``."""
+    lo, hi = body_span(action, _function(task))
+    return action[:lo] + "pass\n" + action[hi:].lstrip("\n") if hi > lo else None
+
+
+_APPLY = {"rewrite": rewrite, "no_program": no_program}
+
+
 def profile_error_model(params: Mapping[str, Any]) -> ErrorModel:
     """The `ErrorModel` of a fitted CodeHumanEval profile (``params["rates"]``: slip → rate)."""
     rates = {str(k): float(v) for k, v in (params.get("rates") or {}).items()}
@@ -88,6 +102,8 @@ def profile_error_model(params: Mapping[str, Any]) -> ErrorModel:
 
     def prob(name: str) -> Callable[[Task], float]:
         rate = rates.get(name, 0.0)
+        if name == "no_program":
+            return lambda t: min(MAX_P, rate) if rate > 0 else 0.0
         if name == "rewrite":
             return lambda t: (
                 min(MAX_P, rate) if rate > 0 and len(_families(t.reference, _function(t))) >= 2 else 0.0
@@ -98,7 +114,6 @@ def profile_error_model(params: Mapping[str, Any]) -> ErrorModel:
         )
 
     ops = tuple(
-        ErrorOperator(name, prob(name), rewrite if name == "rewrite" else _slip(TARGETS[name]))
-        for name in OPERATORS
+        ErrorOperator(name, prob(name), _APPLY.get(name) or _slip(TARGETS[name])) for name in OPERATORS
     )
     return ErrorModel(operators=ops, fix_prob=base.fix_prob, revision=base.revision)
