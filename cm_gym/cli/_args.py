@@ -128,6 +128,7 @@ OPTIONS: dict[str, Opt] = {
     "llm_max_tokens": Opt("reply length limit of a real LLM, part of the cache key (default $CM_GYM_LLM_MAX_TOKENS, else 1024)", pos_int, metavar="N"),
     "llm_retries": Opt("re-sends of a failed real LLM call (never of a timed-out one; default $CM_GYM_LLM_RETRIES, else 4)", nonneg_int, metavar="N"),
     "split_seed": Opt("seed of the build / train / eval split", nonneg_int, metavar="SEED"),
+    "split_seeds": Opt("rotate the split (SpiderSQL: the eval databases) over these seeds, one run each, pooled (cm-gym run)", nonneg_int, metavar="SEED"),
     "max_decisions": Opt("decision budget per task", pos_int, metavar="N"),
     "k": Opt("records retrieved per decision (0..4)", slots, metavar="K"),
     "use_conditions": Opt("condition switch: filter retrieval and render records with their condition"),

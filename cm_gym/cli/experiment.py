@@ -37,6 +37,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--llm-seed", type=int, help="seed of the LLM (default 0)")
     p.add_argument(
+        "--split-seed",
+        type=int,
+        help="seed of the build / train / eval split (default 12345); one run per seed rotates it",
+    )
+    p.add_argument(
         "--llm-cache", type=Path, help="LLM response cache file (default for openai: the user cache)"
     )
     p.add_argument(
@@ -83,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         raise ExperimentError("--address joins a Ray cluster: add --backend ray")
     if args.seeds is not None and any(s < 0 for s in args.seeds):
         raise ExperimentError("--seeds must be non-negative integers")
+    if args.split_seed is not None and args.split_seed < 0:
+        raise ExperimentError("--split-seed must be a non-negative integer")
     if not args.quick and quick_mode():  # CM_GYM_QUICK=1 means --quick (`cm_gym.quick`)
         say("cm-gym experiment (as --quick)")
         args.quick = True
@@ -93,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         seeds=tuple(dict.fromkeys(args.seeds)) if args.seeds else None,
         llm=args.llm,
         llm_seed=args.llm_seed,
+        split_seed=args.split_seed,
         llm_cache=args.llm_cache,
         llm_cache_mode=args.llm_cache_mode,
         llm_timeout=args.llm_timeout,

@@ -175,7 +175,9 @@ def _run_cases(prog: ProgramSession, suite: TestSuite, budget_end: float, limits
                     ok, msg = False, f"the result cannot be compared ({type(exc).__name__})"
         except _Stop:
             prog._stop()  # interrupted mid-decode or mid-compare: the process state is unknown
-            results.append([case.name, "timeout", f"the judge spent over {per_test:g}s of CPU checking the result", 0.0])
+            results.append(
+                [case.name, "timeout", f"the judge spent over {per_test:g}s of CPU checking the result", 0.0]
+            )
             continue
         results.append([case.name, "pass" if ok else "fail", "" if ok else msg, res.cpu_s or 0.0])
     return results

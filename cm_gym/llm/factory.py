@@ -30,7 +30,8 @@ def make_llm(
     `spec` is "simulated" (the built-in simulator; `task_lookup` resolves task ids when only
     string fields reach it) or "openai" / "openai:<model>" (an OpenAI-compatible endpoint; base URL,
     model and key from `kw` or OPENAI_BASE_URL, CM_GYM_MODEL / OPENAI_MODEL, OPENAI_API_KEY; the
-    seed is sent as the sampling seed).
+    seed is sent as the sampling seed). "simulated:<profile>": the simulator with an error model
+    fitted to a real system (`cm_gym.llm.profiles`); "simulated:default" is plain "simulated".
 
     Caching: every non-simulated backend goes through a `CachedLLM` — on `cache_path`, or the
     default file ``$CM_GYM_CACHE/llm/responses.sqlite`` when it is None or ``"default"`` — unless
@@ -50,7 +51,7 @@ def make_llm(
     if kind == "simulated":
         from cm_gym.llm.simulated import SimulatedLLM
 
-        llm = SimulatedLLM(seed=seed, task_lookup=task_lookup, **kw)
+        llm = SimulatedLLM(seed=seed, task_lookup=task_lookup, profile=model or None, **kw)
         if cache_path is None:
             return llm
     elif kind == "openai":

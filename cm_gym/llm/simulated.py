@@ -14,6 +14,8 @@ Behaviour, per template:
   reference with the remaining slips applied in order (a slip that does not fit is skipped); the
   rng an operator gets is ``rng(seed, "apply", task_id, op)``, so an unfixed slip reads the same
   at every decision. Because slips depend on task features, errors are systematic across look-alike tasks.
+  The error model is the domain's own, or a fitted profile's (``profile=``, ``llm="simulated:<name>"``:
+  `cm_gym.llm.profiles`, slips and rates fitted to a real system's published outputs).
 * REVISE_WITH_RECORD — a model of how an LLM treats one shown record (`cm_gym.llm.revision`). The
   record's *closeness* to the draft (`Domain.record_closeness`) is "match" (its a⁻ pattern occurs
   in the draft), "analogous" (it does not, but the same kind of edit has another site or operator
@@ -69,6 +71,7 @@ from cm_gym.llm.base import (
 )
 from cm_gym.llm.errors import LLMError
 from cm_gym.llm.parsers import edit_fragment, format_alternatives
+from cm_gym.llm.profiles import Profile, load_profile
 from cm_gym.llm.prompts import Rendered, render
 from cm_gym.llm.revision import CandidateCache, choose, load_revision_rates
 from cm_gym.types import Task
@@ -120,9 +123,12 @@ class SimulatedLLM:
         name: str = "simulated",
         task_lookup: TaskLookup | None = None,
         revision_rates: str | Path | Mapping[str, Any] | None = None,
+        profile: str | Profile | None = None,
     ) -> None:
         self.seed = int(seed)
         self.name = name
+        #: a fitted error-model profile (`cm_gym.llm.profiles`); None: each domain's own model
+        self.profile = load_profile(profile) if isinstance(profile, str) or profile is None else profile
         self._lookup = task_lookup
         self._error_models: dict[str, ErrorModel] = {}
         self._drafts: dict[tuple[str, str, str, tuple[str, ...]], str] = {}
@@ -134,6 +140,8 @@ class SimulatedLLM:
         identity: dict[str, Any] = {"backend": "simulated", "version": SIMULATOR_VERSION, "seed": self.seed}
         if self._revision_overrides:
             identity["revision_rates"] = {k: v.as_dict() for k, v in sorted(self._revision_overrides.items())}
+        if self.profile is not None:  # the default stays keyless: its cached replies stay valid
+            identity["profile"] = {"name": self.profile.name, "digest": self.profile.digest()}
         return identity
 
     def revision_rates(self, domain_name: str) -> RevisionRates:
@@ -203,7 +211,11 @@ class SimulatedLLM:
 
     def _error_model(self, domain_name: str) -> ErrorModel:
         if domain_name not in self._error_models:
-            self._error_models[domain_name] = self._domain(domain_name).error_model()
+            self._error_models[domain_name] = (
+                self.profile.error_model(domain_name)
+                if self.profile is not None
+                else self._domain(domain_name).error_model()
+            )
         return self._error_models[domain_name]
 
     def _task(self, rendered: Rendered, fields: Mapping[str, Any]) -> Task:

@@ -39,7 +39,12 @@ def run_protocol(
     cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | None = None
 ) -> dict[str, Any]:
     """Build (or reuse) and freeze memory, train one selector per seed, evaluate all policies, and
-    write ``results.json`` into `cfg.out_dir`. Returns the results dict."""
+    write ``results.json`` into `cfg.out_dir`. Returns the results dict. With `cfg.split_seeds`,
+    all of it once per split seed, pooled (`cm_gym.protocol.rotation`)."""
+    if cfg.split_seeds:
+        from cm_gym.protocol.rotation import run_rotated
+
+        return run_rotated(cfg, progress)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
@@ -87,6 +92,7 @@ def run_protocol(
 def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Build (or reuse) and freeze memory, then train one selector per seed; writes
     ``training.json`` (snapshot path, best checkpoint per seed) into `cfg.out_dir`."""
+    _one_split(cfg)
     prepared = prepare(cfg)
     llm = make_protocol_llm(cfg, prepared)
     snapshot_path = _built_or_given(cfg, prepared, llm, progress)
@@ -115,6 +121,7 @@ def evaluate_all(
     (``{seed: path}`` for the paper layout or ``{layout: {seed: path}}``) are checked (existence,
     observation layout) before any episode runs. With `write`, the results go to
     ``<out_dir>/results.json``. `progress("evaluate", done, total)` counts policy × seed runs."""
+    _one_split(cfg)
     if cfg.store is None:
         raise ProtocolError("evaluation needs a frozen snapshot (--store)")
     prepared = prepare(cfg)
@@ -155,3 +162,10 @@ def evaluate_all(
         Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
         (Path(cfg.out_dir) / "results.json").write_text(json.dumps(jsonable(results), indent=2))
     return results
+
+
+def _one_split(cfg: ProtocolConfig) -> None:
+    if cfg.split_seeds:
+        raise ProtocolError(
+            "split rotation (split_seeds) runs the whole protocol: use run_protocol / cm-gym run"
+        )

@@ -53,7 +53,9 @@ from cm_gym.types import TRUNCATION, Action, AgentState, Outcome, Task, truncate
 
 logger = logging.getLogger(__name__)
 
-CHECKER_VERSION = "3"  # 2: no partial credit (issue 27); 3: a CPU-time budget, wall clock only a hang guard (issue 25)
+CHECKER_VERSION = (
+    "3"  # 2: no partial credit (issue 27); 3: a CPU-time budget, wall clock only a hang guard (issue 25)
+)
 #: `cpu_s`: the CPU-time budget of one ``coqc`` run (the 62 shipped reference proofs use at most a few
 #: seconds, `bench/bench_budgets.py`); `wall_s`: the run's wall-clock hang guard
 DEFAULT_LIMITS = Limits(

@@ -75,7 +75,11 @@ def test_ground_truths_verify_and_hints_removed_as_upstream_on_a_sample(
         state = AgentState(task)
         # a hint-free program that does not verify may spend its whole rlimit (minutes of z3): only
         # the pairs upstream needs no hints for are checked without annotations
-        bare = dafny_evaluator.check(state, Action(task.meta["program"])) if task.meta["hints_identical"] else None
+        bare = (
+            dafny_evaluator.check(state, Action(task.meta["program"]))
+            if task.meta["hints_identical"]
+            else None
+        )
         return task, dafny_evaluator.check(state, Action(task.reference)), bare
 
     with ThreadPoolExecutor(max_workers=2) as pool:
