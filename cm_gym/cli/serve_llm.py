@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from cm_gym.cli._args import llm_spec
 from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
@@ -43,7 +44,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--llm",
         default="simulated",
-        help="backend: simulated (default) or openai[:model] (a caching proxy; OPENAI_BASE_URL etc.)",
+        type=llm_spec,
+        help="backend: simulated (default), openai[:model] (a caching proxy; OPENAI_BASE_URL etc.) or "
+        "recorded:<system> (real published drafts, the simulator elsewhere)",
     )
     p.add_argument("--llm-cache", default=None, help="response cache file (default for openai: user cache)")
     p.add_argument("--llm-cache-mode", choices=("rw", "ro", "off"), default="rw", help="response cache mode")
@@ -112,7 +115,11 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise LLMError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
     what = (
-        f"the simulated LLM (seed {args.seed})" if args.llm == "simulated" else f"{args.llm} (cached proxy)"
+        f"the simulated LLM (seed {args.seed})"
+        if args.llm == "simulated"
+        else f"{args.llm} (real published drafts; simulated elsewhere)"
+        if args.llm.startswith("recorded:")
+        else f"{args.llm} (cached proxy)"
     )
     print(f"serving {what} at {server.base_url} for {', '.join(names) or 'no benchmarks'}")
     print(f"  export OPENAI_BASE_URL={server.base_url} CM_GYM_MODEL={args.model_name}")

@@ -68,7 +68,7 @@ def _llm(spec: str, seed: int, benchmark: str, cache: str | None, mode: str) -> 
     default file), the simulator only when a cache file is given."""
     from cm_gym.llm.factory import make_llm
 
-    lookup = benchmark_tasks(benchmark) if spec.startswith("simulated") else None
+    lookup = benchmark_tasks(benchmark) if spec.startswith(("simulated", "recorded")) else None
     return make_llm(spec, seed=seed, task_lookup=lookup, cache_path=cache, cache_mode=mode)
 
 

@@ -74,6 +74,7 @@ def evaluate_policies(
     trained observation layout (on an env of that layout: same tasks, LLM and world model). Every
     policy carries paired bootstrap CIs against random valid and top-1 (``paired_ci``)."""
     from cm_gym.evaluation import report_masked
+    from cm_gym.llm.replies import delta, reply_counts
     from cm_gym.metrics import aggregate_seeds, paired, paired_comparisons, summarize
     from cm_gym.training import run_episodes
 
@@ -94,6 +95,7 @@ def evaluate_policies(
                 cfg, snapshot, prepared.split.eval, llm, task_order="sequential", obs_layout=layout
             )
         env, ckpts = envs[layout], by_layout.get(layout, {})
+        replies_before = reply_counts(llm)
         per_seed: dict[int, list[dict[str, Any]]] = {}
         for seed in cfg.seeds:
             if name in ("none", "top1", "oracle") and per_seed:
@@ -114,6 +116,9 @@ def evaluate_policies(
             "mean": aggregate_seeds(summaries),
             "masked_actions": masked,
         }
+        replies = delta(reply_counts(llm), replies_before)
+        if replies is not None:  # the LLM marks its replies real / simulated (recorded:<system>)
+            results[key]["replies"] = replies
     if "none" in episodes_of:
         base = next(iter(episodes_of["none"].values()))
         for name, per_seed in episodes_of.items():
