@@ -106,6 +106,7 @@ class ConstructionResult:
     records: list[dict[str, Any]] = field(default_factory=list)
     rejected: dict[str, int] = field(default_factory=dict)
     snapshot: str = ""
+    solved_ids: list[str] = field(default_factory=list)
 
     @property
     def repaired(self) -> int:
@@ -198,9 +199,10 @@ def construct_from_recorded(
     result.rejected = dict(summary.rejected)
     result.snapshot = str(out / "snapshot.sqlite")
     for task in tasks:
-        (draft, first), *alternatives = evaluator.log[task.task_id]
+        (_draft, first), *alternatives = evaluator.log[task.task_id]
         if first.solved:
             result.first_solved += 1
+            result.solved_ids.append(task.task_id)
             continue
         result.failures.append(
             {
