@@ -72,12 +72,10 @@ def _recorded_only(spec: str, split: Split, tasks: Sequence[Task]) -> tuple[Spli
 
 
 def recorded_summary(cfg: ProtocolConfig, prepared: Prepared, llm: Any = None) -> dict[str, Any] | None:
-    """What ``results.json`` records of a recorded-LLM run: the system, its ladder, the tasks
-    left out per split side (counts and ids), and the real vs simulated replies so far."""
+    """What ``results.json`` records of a recorded-LLM run (its replies are under ``llm``): the
+    system, its ladder of later drafts, and the tasks left out per split side (counts and ids)."""
     if prepared.excluded is None:
         return None
-    from cm_gym.llm.replies import reply_counts
-
     inner = llm
     for _ in range(8):  # the RecordedLLM under any cache / timing wrappers
         if inner is None or hasattr(inner, "ladder"):
@@ -88,7 +86,6 @@ def recorded_summary(cfg: ProtocolConfig, prepared: Prepared, llm: Any = None) -
         "ladder": list(getattr(inner, "ladder", ()) or ()),
         "excluded": {k: len(v) for k, v in prepared.excluded.items()},
         "excluded_ids": prepared.excluded,
-        "replies": reply_counts(llm) if llm is not None else None,
     }
 
 
