@@ -6,7 +6,9 @@ of the same system and of another one (`cm_gym.analysis.real_memory`).
 Splits are the benchmarks' own (seed 12345): records come from the build side (Spider: by
 database; Dafny: by project; HumanEval: by problem), held-out failures from the eval side.
 Coverage / fix rate are given for the top-k retrieved records (k = 3, what a selector chooses
-from) and for every eligible record (condition holds); "any" ignores conditions.
+from) and for every eligible record (condition holds); "any" ignores conditions. A third table
+applies each store to the *build side's own* real failures, every task offered only the other
+tasks' records: the optimistic reading, environments (databases, projects) seen.
 
     python bench/bench_real_mistakes.py                       # Spider (7 systems) + HumanEval (2)
     python bench/bench_real_mistakes.py --benchmarks Dafny --systems gpt-4o claude-3-opus \\
@@ -98,9 +100,10 @@ def main() -> int:
     report: dict[str, Any] = {
         "construction": [],
         "transfer": [],
+        "seen": [],
         "sizes": vars(args) | {"out": str(args.out)},
     }
-    own_rows, cross_rows = [], []
+    own_rows, cross_rows, seen_rows = [], [], []
     for bench in args.benchmarks:
         build = split_ids(bench, "build")[: args.n_build]
         held = split_ids(bench, "eval")[: args.n_eval]
@@ -135,6 +138,14 @@ def main() -> int:
                 _profile_distance(bench, system),
             ])  # fmt: skip
             print(f"[{bench} {system}] done in {seconds:.0f} s", file=sys.stderr, flush=True)
+        for system in systems:  # seen environments: the other build tasks' records, own ones excluded
+            tr = heldout_transfer(bench, snapshots[system], system, build, store_system=system, seen=True)
+            report["seen"].append({"store": system, **tr.as_dict()})
+            r = tr.as_dict()["rates"]
+            seen_rows.append([
+                bench, system, str(tr.store_records), str(r["retrieved"]["failures"]), _pct(r["retrieved"]["coverage"]),
+                _pct(r["retrieved"]["fix_rate"]), _pct(r["eligible"]["fixed_share"]), _pct(r["any"]["fixed_share"]),
+            ])  # fmt: skip
         for store_sys, fail_sys in () if args.no_cross else CROSS[bench]:
             if store_sys not in snapshots or fail_sys not in SYSTEMS[bench]:
                 continue
@@ -151,7 +162,9 @@ def main() -> int:
                 "fixed (eligible)", "fixed (any record)", "verdicts agree", "profile dist"]  # fmt: skip
     cross_head = ["benchmark", "records of", "failures of", "records", "held-out failures",
                   "coverage (top-k)", "fix rate (top-k)", "fixed (eligible)", "fixed (any record)"]  # fmt: skip
-    for head, rows in ((own_head, own_rows), (cross_head, cross_rows)):
+    seen_head = ["benchmark", "system", "records", "build-side failures", "coverage (top-k)",
+                 "fix rate (top-k)", "fixed (eligible)", "fixed (any record)"]  # fmt: skip
+    for head, rows in ((own_head, own_rows), (cross_head, cross_rows), (seen_head, seen_rows)):
         if rows:
             print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
             print("\n".join("| " + " | ".join(row) + " |" for row in rows) + "\n")

@@ -277,7 +277,15 @@ def _try_records(
         winner = next((r for r in pool if fixes(r)), None)
         entry[f"{scope}_shown"] = len(pool)
         entry[f"{scope}_fixed"] = winner is not None
-        entry[f"{scope}_fixer"] = winner.contrast_key if winner is not None else ""
+        entry[f"{scope}_fixer"] = (
+            {
+                "record_id": winner.record_id,
+                "source_task_id": winner.source_task_id,
+                "contrast_key": winner.contrast_key,
+            }
+            if winner is not None
+            else None
+        )
     return entry
 
 
@@ -294,10 +302,13 @@ def heldout_transfer(
     split_seed: int = 12345,
     data: str | Path | None = None,
     scopes: Sequence[str] = ("retrieved", "eligible", "any"),
+    seen: bool = False,
     progress: Progress | None = None,
 ) -> TransferResult:
     """Revise each real failure of `system` on `task_ids` (default: the eval side of the standard
-    split) with the records of `snapshot` (see the module docstring)."""
+    split) with the records of `snapshot` (see the module docstring). Tasks the store has records
+    of are refused unless `seen` (then each task is offered only the *other* tasks' records: the
+    optimistic, seen-environment reading)."""
     spec = get_benchmark(benchmark)
     domain = get_domain(spec.domain_name)
     ids = task_ids if task_ids is not None else split_ids(benchmark, "eval", split_seed=split_seed, data=data)
@@ -305,7 +316,7 @@ def heldout_transfer(
     store = FrozenStore.open(snapshot)
     records = list(store.records)
     leaked = {r.source_task_id for r in records} & {t.task_id for t in tasks}
-    if leaked:
+    if leaked and not seen:
         raise ValueError(f"the store holds records of held-out tasks: {sorted(leaked)[:5]}")
     llm = make_llm(f"recorded:{system}", seed=seed, task_lookup={t.task_id: t for t in tasks})
     evaluator = MemoEvaluator(domain.make_evaluator())

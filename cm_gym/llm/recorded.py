@@ -152,7 +152,6 @@ class RecordedLLM:
         self.name = f"recorded:{self.system}"
         self.seed = int(seed)
         self.simulator = SimulatedLLM(seed=seed, task_lookup=task_lookup, revision_rates=revision_rates)
-        self._lookup = task_lookup
         self.replies = ReplyCounts()
 
     def cache_identity(self) -> dict[str, Any]:
@@ -168,9 +167,7 @@ class RecordedLLM:
     # -- which tasks are answered ------------------------------------------------------------------
     def key_of(self, task: Task) -> str | None:
         """The task's recording key (`Domain.recording_key`), None when its domain has none."""
-        from cm_gym.registry import get_domain  # lazy: the registry loads every domain plugin
-
-        return get_domain(task.domain).recording_key(task)
+        return key_of(task)
 
     def output_for(self, task: Task, failed_attempts: int = 0) -> RecordedOutput:
         """The published output that is the draft after `failed_attempts` failures (see the module
@@ -194,7 +191,7 @@ class RecordedLLM:
 
     def covers(self, task: Task) -> bool:
         """Whether the system published an output for `task`."""
-        key = self.key_of(task)
+        key = key_of(task)
         return key is not None and self.recordings.get(key, self.system) is not None
 
     # -- the LLM protocol ------------------------------------------------------------------------
@@ -218,33 +215,29 @@ class RecordedLLM:
         )
 
     def _task(self, rendered: Rendered, fields: Mapping[str, Any]) -> Task:
-        given = fields.get("task")
-        if isinstance(given, Task):
-            return given
-        task_id = rendered.fields.get("task_id", "")
-        found: Task | None = None
-        if self._lookup is not None and task_id:
-            try:
-                found = (
-                    self._lookup.get(task_id) if isinstance(self._lookup, Mapping) else self._lookup(task_id)
-                )
-            except KeyError:
-                found = None
-        if found is None:
-            raise LLMError(
-                f"the recorded LLM cannot draft for task {task_id!r}: no Task object in the fields and "
-                "the task lookup does not know it (start the server with --benchmark)"
-            )
-        return found
+        """The task of a call: the Task in the fields, else the rendered task id through the
+        lookup (the simulator's resolution, shared)."""
+        return self.simulator._task(rendered, fields)
+
+
+def key_of(task: Task) -> str | None:
+    """A task's recording key (`Domain.recording_key`), None when its domain has none."""
+    from cm_gym.registry import get_domain  # lazy: the registry loads every domain plugin
+
+    return get_domain(task.domain).recording_key(task)
 
 
 def recorded_task_ids(
     spec: str, tasks: Sequence[Task], root: str | Path | None = None
 ) -> tuple[list[str], list[str]]:
-    """``(covered, missing)`` task ids of `tasks` for ``recorded:<system>`` spec (or a bare system)."""
+    """``(covered, missing)`` task ids of `tasks` for a ``recorded:<system>`` spec (or a bare
+    system): which of them the system published an output for."""
     system = spec.split(":", 1)[1] if spec.startswith("recorded:") else spec
-    llm = RecordedLLM(system, root=root)
+    recordings = resolve_system(system, root)
+    name = parse_system(system.strip())[1]
     covered, missing = [], []
     for task in tasks:
-        (covered if llm.covers(task) else missing).append(task.task_id)
+        key = key_of(task)
+        found = key is not None and recordings.get(key, name) is not None
+        (covered if found else missing).append(task.task_id)
     return covered, missing

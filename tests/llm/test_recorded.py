@@ -14,6 +14,7 @@ from cm_gym.llm.base import DRAFT_ACTION, GENERATE_LOCAL_ALTERNATIVES, REVISE_WI
 from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.errors import LLMError
 from cm_gym.llm.factory import make_llm
+from cm_gym.llm.prompts import render
 from cm_gym.llm.recorded import RecordedLLM, RecordingMissingError, ladder_of, recorded_task_ids
 from cm_gym.llm.recordings import RecordingsError, load_recordings, spider_key
 from cm_gym.llm.replies import ReplyCounts, delta, format_counts, reply_counts
@@ -74,6 +75,10 @@ def test_later_drafts_climb_the_ladder_then_repeat_its_top(root: Path) -> None:
     texts = [llm.complete(DRAFT_ACTION, {"task": task, "state": _failed(task, n)}) for n in range(4)]
     assert [c.provenance for c in texts] == ["real:gpt-4-zero-shot"] + ["real:gpt-4-few-shot"] * 3
     assert texts[1].text == "SELECT name FROM singer WHERE age > 30" == texts[3].text
+    # string fields only (the HTTP server): the task comes from the lookup, the attempts from the text
+    served = RecordedLLM("gpt-4-zero-shot", root=root, task_lookup={"t1": task})
+    strings = render(DRAFT_ACTION, {"task": task, "state": _failed(task, 1)}).fields
+    assert served.complete(DRAFT_ACTION, strings).provenance == "real:gpt-4-few-shot"
     assert ladder_of("gpt-4-din-sql") == ("gpt-4-din-sql", "gpt-4-dail-sql", "gpt-4-dail-sql-sc")
     assert ladder_of("gpt-4o") == ("gpt-4o",) and ladder_of("gpt-4") == ("gpt-4", "gpt-4-reflexion")
 
