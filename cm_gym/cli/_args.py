@@ -83,10 +83,12 @@ def benchmark_name(text: str) -> str:
 
 
 def llm_spec(text: str) -> str:
-    """argparse type: "simulated", "openai" or "openai:<model>"."""
-    kind = text.partition(":")[0]
-    if kind not in ("simulated", "openai"):
-        raise argparse.ArgumentTypeError(f"expected simulated, openai or openai:<model>, got {text!r}")
+    """argparse type: "simulated", "openai", "openai:<model>" or "recorded:<system>"."""
+    kind, _, rest = text.partition(":")
+    if kind not in ("simulated", "openai", "recorded") or (kind == "recorded" and not rest.strip()):
+        raise argparse.ArgumentTypeError(
+            f"expected simulated, openai, openai:<model> or recorded:<system>, got {text!r}"
+        )
     return text
 
 
@@ -119,7 +121,7 @@ OPTIONS: dict[str, Opt] = {
     "total_decisions": Opt("decisions of selector training per seed", pos_int, metavar="N"),
     "checkpoint_every": Opt("decisions between validation checkpoints", pos_int, metavar="N"),
     "agent": Opt("base agent loop", choices=_choices("cm_gym.agent", "AGENT_KINDS")),
-    "llm": Opt("LLM: simulated | openai | openai:<model>", llm_spec, metavar="SPEC"),
+    "llm": Opt("LLM: simulated | openai | openai:<model> | recorded:<system> (real published drafts)", llm_spec, metavar="SPEC"),
     "llm_seed": Opt("seed of the (simulated) LLM", nonneg_int, metavar="SEED"),
     "llm_cache": Opt("LLM response cache file (default: under $CM_GYM_CACHE)", Path, metavar="FILE"),
     "llm_cache_mode": Opt("rw, ro (replay only: a miss is an error) or off", choices=_choices("cm_gym.llm.factory", "CACHE_MODES")),

@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from cm_gym.cli._args import add_llm_limit_options
+from cm_gym.cli._args import add_llm_limit_options, llm_spec
 from cm_gym.experiments import STUDIES, ExperimentConfig, run_experiments
 from cm_gym.experiments.runner import BACKENDS
 from cm_gym.quick import quick_mode, say
@@ -33,7 +33,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seeds", nargs="+", type=int, help="selector seeds (default 0 1 2 3 4; quick: 0)")
     p.add_argument(
-        "--llm", help="simulated (default) or openai[:model] (an OpenAI-compatible endpoint, cached)"
+        "--llm",
+        type=llm_spec,
+        help="simulated (default), openai[:model] (an OpenAI-compatible endpoint, cached) or "
+        "recorded:<system> (real published drafts)",
     )
     p.add_argument("--llm-seed", type=int, help="seed of the LLM (default 0)")
     p.add_argument(

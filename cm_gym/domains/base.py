@@ -272,6 +272,19 @@ class Domain(ActionReading, ABC):
         feedback says which part failed."""
         return f"{task.prompt}\n{draft}" if draft else task.prompt
 
+    # -- real recorded outputs (the recorded LLM, `cm_gym.llm.recorded`) ------------------------
+    def recording_key(self, task: Task) -> str | None:
+        """The key under which published outputs of real systems answering `task` are filed
+        (`cm_gym.llm.recordings`: a Spider question, a DafnyBench file, a HumanEval problem), or
+        None when no published output answers this kind of task (the default). Reference-free."""
+        return None
+
+    def recorded_reply(self, task: Task, output: str) -> str:
+        """The reply a published output stands for on `task`. Default: `output` verbatim. A
+        completion-style benchmark whose program is the prompt followed by the output (HumanEval)
+        returns that concatenation, the real text unchanged."""
+        return output
+
     # -- simulated LLM ------------------------------------------------------------------------
     @abstractmethod
     def error_model(self) -> ErrorModel:

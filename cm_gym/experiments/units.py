@@ -76,7 +76,7 @@ def _llm(
     given (`make_llm` keywords)."""
     from cm_gym.llm.factory import make_llm
 
-    lookup = benchmark_tasks(benchmark) if spec.startswith("simulated") else None
+    lookup = benchmark_tasks(benchmark) if spec.startswith(("simulated", "recorded")) else None
     return make_llm(spec, seed=seed, task_lookup=lookup, cache_path=cache, cache_mode=mode, **dict(limits))
 
 

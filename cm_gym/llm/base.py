@@ -38,13 +38,16 @@ REASONINGBANK_VERIFIED = "REASONINGBANK_VERIFIED"
 class Completion:
     """An LLM reply with its token accounting. `cached` marks a replay from the response cache
     (the tokens are what the call *would* have cost); `estimated` marks counts not reported by the
-    server."""
+    server. `provenance` says where the text came from, where the backend knows
+    (`cm_gym.llm.replies`): ``"real:<system>"`` (a real system's published output, verbatim),
+    ``"simulated"`` (written by the simulator) or ``""`` (not said)."""
 
     text: str
     prompt_tokens: int
     completion_tokens: int
     cached: bool = False
     estimated: bool = False
+    provenance: str = ""
 
     @property
     def total_tokens(self) -> int:

@@ -150,8 +150,11 @@ class ProtocolConfig:
             )
         if not 0.0 < self.validation_fraction <= 1.0:
             raise ProtocolError(f"validation_fraction must be in (0, 1], got {self.validation_fraction}")
-        if self.revision_rates is not None and not self.llm.startswith("simulated"):
-            raise ProtocolError(f"--revision-rates configures the simulated LLM, not {self.llm!r}")
+        if self.revision_rates is not None and not self.llm.startswith(("simulated", "recorded:")):
+            raise ProtocolError(
+                f"--revision-rates configures the simulated LLM (or the recorded LLM's simulated "
+                f"revisions), not {self.llm!r}"
+            )
         from cm_gym.llm.errors import LLMError
         from cm_gym.llm.limits import check_limit
 

@@ -82,6 +82,7 @@ def evaluate_policies(
     scores by seed are kept (``per_task_scores``) so CIs can be recomputed or pooled. `progress(done, total)` is called
     after each policy × seed run."""
     from cm_gym.evaluation import report_masked
+    from cm_gym.llm.replies import delta, reply_counts
     from cm_gym.metrics import (
         aggregate_seeds,
         paired,
@@ -112,6 +113,7 @@ def evaluate_policies(
                 cfg, snapshot, prepared.split.eval, llm, task_order="sequential", obs_layout=layout
             )
         env, ckpts = envs[layout], by_layout.get(layout, {})
+        replies_before = reply_counts(llm)
         per_seed: dict[int, list[dict[str, Any]]] = {}
         for seed in cfg.seeds:
             if name in shared and per_seed:
@@ -135,6 +137,9 @@ def evaluate_policies(
             "mean": aggregate_seeds(summaries),
             "masked_actions": masked,
         }
+        replies = delta(reply_counts(llm), replies_before)
+        if replies is not None:  # the LLM marks its replies real / simulated (recorded:<system>)
+            results[key]["replies"] = replies
     if "none" in episodes_of:
         base = next(iter(episodes_of["none"].values()))
         for name, per_seed in episodes_of.items():
