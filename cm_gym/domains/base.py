@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from cm_gym.domains.environment import EnvironmentHooks
 from cm_gym.types import Evaluator, Task
 
 #: A condition predicate: ``fn(task, args) -> bool``. Must be decidable without an LLM and must
@@ -205,8 +206,9 @@ def token_diff(a_minus: str, a_plus: str) -> list[tuple[str, str]]:
     return out
 
 
-class Domain(ABC):
-    """A benchmark family's world model, edit grammar, conditions and simulated-LLM error model."""
+class Domain(EnvironmentHooks, ABC):
+    """A benchmark family's world model, edit grammar, conditions and simulated-LLM error model;
+    `EnvironmentHooks` adds content versions and change families (`cm_gym.domains.environment`)."""
 
     #: short, unique, lower-case name stored in every Task and Record ("sql", "sat", ...)
     name: ClassVar[str]
