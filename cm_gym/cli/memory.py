@@ -129,6 +129,10 @@ def run_show(args: argparse.Namespace) -> int:
         if ev.get(key):
             print(f"  {label:12}{_short(str(ev[key]), 200)}")
     print(f"admission     S_adm = {r.admission_score:.3f}, created #{r.created_order}")
+    status = r.status + (f" ({r.status_reason})" if r.status_reason else "")
+    print(f"freshness     {status}; verified on environment version {r.env_version or 'unknown'}")
+    if r.replaces:
+        print(f"repairs       {r.replaces}")
     print(
         f"reuse         u = {r.u:+.3f}; {r.uses} uses: {r.helpful} helpful, {r.neutral} neutral, "
         f"{r.harmful} harmful (helpful fraction {r.helpful_fraction:.2f})"
@@ -163,6 +167,10 @@ def run_stats(args: argparse.Namespace) -> int:
         f"source tasks  {len({r.source_task_id for r in records})} with records, {len(store.processed_task_ids)} processed"
     )
     print(f"conditions    {conds} conditional, {len(records) - conds} unconditional")
+    retired = sum(1 for r in records if not r.active)
+    if retired or any(r.replaces for r in records):
+        repaired = sum(1 for r in records if r.replaces)
+        print(f"freshness     {retired} retired (never retrieved), {repaired} repaired records")
     if used:
         print(
             f"reuse         {len(used)} records used {sum(r.uses for r in used)} times; "

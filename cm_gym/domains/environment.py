@@ -2,13 +2,18 @@
 and applies a domain's documented family of changes to copies of it (paper App. A: "a record can
 become stale when tools, schemas, or requirements change").
 
-Three hooks, mixed into `cm_gym.domains.base.Domain` (a domain overrides what it knows better):
+Three hooks, mixed into `cm_gym.domains.base.Domain`. A domain provides them in a module
+``changes.py`` of its own package (found by name, like a plugin's entry point: module-level
+``CHANGE_FAMILIES``, ``environment_version(domain_name, task)`` and ``adaptation_edits(task,
+action)``, each optional), or overrides the methods:
 
 * `environment_version(task)` — a content version of the task's environment (a schema and data
   digest, a tool version, a test-suite hash). Records carry the version they were last verified
   against, and retrieval never offers a record whose environment now has another version
-  (`cm_gym.memory.freshness`). Default: a hash of the domain name, the environment id and the
-  environment context the task shows the agent.
+  (`cm_gym.memory.freshness`). It must be a version of the *environment* (the same for every task
+  of one env id while nothing changed), never of one task's data. Default: the domain name and the
+  env id plus the change a changed environment recorded in ``meta["environment_change"]`` (so a
+  domain that does not override it never filters a record it did not change).
 * `change_families()` — the domain's named changes (`ChangeFamily`). ``family.apply(tasks, folder,
   seed)`` returns *copies* of the tasks whose environment changed, with every file it changes
   written under ``folder``; it never writes to the original files (shared data, generated caches).
@@ -24,9 +29,13 @@ Three hooks, mixed into `cm_gym.domains.base.Domain` (a domain overrides what it
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
+import importlib
 import json
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -36,6 +45,8 @@ from cm_gym.types import CmGymError, Task
 
 ENVIRONMENT_FILE = "environment.json"
 ENVIRONMENT_FORMAT = "cm_gym.environment/1"
+#: What a path inside the folder is written as, so the folder can be moved (or renamed into place).
+FOLDER_TOKEN = "${ENV}"
 
 
 class EnvironmentChangeError(CmGymError):
@@ -85,24 +96,48 @@ def digest(*parts: Any) -> str:
     return h.hexdigest()[:16]
 
 
+@functools.cache
+def changes_module(cls: type) -> Any:
+    """The ``changes`` module of the package that defines `cls` (None when it has none)."""
+    package = getattr(sys.modules.get(cls.__module__), "__package__", "") or ""
+    if not package:
+        return None
+    try:
+        return importlib.import_module(f"{package}.changes")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"{package}.changes":
+            return None
+        raise
+
+
 class EnvironmentHooks:
-    """The environment hooks of the Domain contract (mixed into `Domain`)."""
+    """The environment hooks of the Domain contract (mixed into `Domain`), each answered by the
+    domain package's ``changes`` module when it defines the name (see the module docstring)."""
 
     name: str
 
+    def _changes(self, attr: str) -> Any:
+        return getattr(changes_module(type(self)), attr, None)
+
     def environment_version(self, task: Task) -> str:
         """A content version of `task`'s environment; equal versions mean the world model sees
-        the same environment. Default: the domain name, the environment id and its context."""
-        return digest(self.name, task.env_id, task.context)
+        the same environment. Default: the domain name, the env id and `change_marker(task)`."""
+        fn = self._changes("environment_version")
+        return (
+            str(fn(self.name, task))
+            if fn is not None
+            else digest(self.name, task.env_id, change_marker(task))
+        )
 
     def change_families(self) -> Mapping[str, ChangeFamily]:
         """The domain's documented change families by name (none by default)."""
-        return {}
+        return dict(self._changes("CHANGE_FAMILIES") or {})
 
     def adaptation_edits(self, task: Task, action: str) -> list[Any]:
         """Local edits (`cm_gym.domains.base.Edit`) adapting `action` to `task`'s environment as
         it is now; reference-free. Default: none."""
-        return []
+        fn = self._changes("adaptation_edits")
+        return list(fn(task, action)) if fn is not None else []
 
     def apply_change(
         self, family: str, tasks: Sequence[Task], folder: str | Path, seed: int = 0
@@ -122,6 +157,45 @@ class EnvironmentHooks:
         if [t.task_id for t in changed] != [t.task_id for t in tasks]:
             raise EnvironmentChangeError(f"change {family!r} must return one copy of every task, in order")
         return changed, change
+
+
+#: The `Task.meta` key where a change family records what it changed in a task's environment.
+CHANGE_META = "environment_change"
+
+
+def change_marker(task: Task) -> Any:
+    """What a change family recorded in `task`'s environment (None for an unchanged task)."""
+    return (task.meta or {}).get(CHANGE_META)
+
+
+def touched_envs(tasks: Sequence[Task]) -> tuple[str, ...]:
+    """The env ids of the tasks a change marked (``meta["environment_change"]``), sorted."""
+    return tuple(sorted({t.env_id for t in tasks if change_marker(t) is not None}))
+
+
+def halve_allowance(
+    tasks: Sequence[Task], feature: str, family: str, seed: int, kind: str = "solver"
+) -> tuple[list[Task], EnvChange]:
+    """A tool-configuration change shared by solver-task domains: the per-task resource allowance
+    ``features[feature]`` (a conflict budget, an rlimit) of every `kind` task is halved."""
+    out, changed = [], []
+    for task in tasks:
+        allowance = int((task.features or {}).get(feature, 0) or 0)
+        if (task.features or {}).get("kind") != kind or allowance <= 1:
+            out.append(task)
+            continue
+        new = allowance // 2
+        out.append(
+            dataclasses.replace(
+                task,
+                features={**task.features, feature: new},
+                meta={**task.meta, CHANGE_META: {feature: new}},
+                context=task.context.replace(str(allowance), str(new)),
+            )
+        )
+        changed.append(task.task_id)
+    text = f"{feature} halved on {len(changed)} {kind} tasks"
+    return out, EnvChange(family, text, {"seed": seed}, touched_envs(out), ())
 
 
 def environment_versions(domain: EnvironmentHooks, tasks: Sequence[Task]) -> dict[str, frozenset[str]]:
@@ -146,7 +220,8 @@ def save_environment(
     seed: int = 0,
 ) -> Path:
     """Write ``folder/environment.json`` (atomically): the change, the changed tasks and the
-    content version of every changed task's environment."""
+    content version of every changed task's environment. Paths inside `folder` (the copies a
+    change wrote) are stored relative to it, so the folder can be moved."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     payload = {
@@ -160,7 +235,9 @@ def save_environment(
     }
     path = out / ENVIRONMENT_FILE
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(payload, indent=1, sort_keys=True, ensure_ascii=False), encoding="utf-8")
+    text = json.dumps(payload, indent=1, sort_keys=True, ensure_ascii=False)
+    text = text.replace(json.dumps(str(out.resolve()))[1:-1], FOLDER_TOKEN)
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     return path
 
@@ -191,7 +268,8 @@ def load_environment(folder: str | Path) -> ChangedEnvironment:
             f"{folder} is not a changed environment (no {ENVIRONMENT_FILE}; write one with `cm-gym env change`)"
         )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text.replace(FOLDER_TOKEN, json.dumps(str(path.parent.resolve()))[1:-1]))
         if data.get("format") != ENVIRONMENT_FORMAT:
             raise ValueError(f"format is {data.get('format')!r}, not {ENVIRONMENT_FORMAT!r}")
         change = data["change"]

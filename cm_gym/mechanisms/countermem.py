@@ -106,9 +106,11 @@ class CounterMem(MemoryMechanism):
         workdir: str | Path | None = None,
         action_space: str = "single",
         check_env_versions: bool = True,
+        log_uses: bool = False,
     ) -> None:
         super().__init__()
         self.action_space, self.check_env_versions = action_space, bool(check_env_versions)
+        self.log_uses = bool(log_uses)  # episodes gain "use_log": [record id, score, draft score] per use
         self.snapshot_path = Path(snapshot) if snapshot is not None else None
         self.policy_spec, self.benchmark, self.retrieval = policy, benchmark, retrieval
         self.use_conditions, self.k, self.seed = use_conditions, int(k), int(seed)
@@ -260,6 +262,8 @@ class CounterMem(MemoryMechanism):
                 pairs = self.action_space == "pairs"
                 if pairs:  # decisions that showed two records (the opt-in pair action space)
                     extra["pair_uses"] = 0
+                if self.log_uses:
+                    extra["use_log"] = []
                 tally.reset()
                 done = False
                 while not done:
@@ -271,6 +275,8 @@ class CounterMem(MemoryMechanism):
                     extra["retrieved_records"] += int(info.get("n_retrieved", 0))
                     if pairs:
                         extra["pair_uses"] += int(bool(info.get("pair_use", False)))
+                    if self.log_uses and info.get("record_id") is not None:
+                        extra["use_log"].append([info["record_id"], info["score"], info.get("draft_score")])
                     done = terminated or truncated
                 extra["memory_tokens"] = sum(
                     tally.tokens.get(t, 0) for t in (REVISE_WITH_RECORD, REVISE_WITH_RECORDS)

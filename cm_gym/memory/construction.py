@@ -60,8 +60,7 @@ UNVERIFIED_FEEDBACK = "not checked by the world model (unverified advice)"
 
 #: ``progress(done, total)`` after every task (processed or skipped)
 ProgressFn = Callable[[int, int], None]
-#: ``on_verified(task, a_minus, a_plus, delta)`` for every checked alternative that improved by
-#: more than ε_adm, before distillation and admission (what a rebuild verified; `memory.staleness`)
+#: ``on_verified(task, a⁻, a⁺, Δ)`` for every alternative that improved by more than ε_adm
 VerifiedFn = Callable[[Task, str, str, float], None]
 
 
@@ -360,9 +359,8 @@ def build_memory(
     store is frozen to ``checkpoint_dir/checkpoint-NNNN.sqlite`` (0 = the empty store before the
     first task). Parsers default to `cm_gym.llm.prompts`'s. `before_task(task)` is called before
     each task that is processed (`cm_gym.memory.parallel` waits there for the task's speculation).
-    New records carry their source environment's content version (`Domain.environment_version`),
-    and construction-time retrieval offers only records verified against the build tasks' current
-    environment versions (`cm_gym.memory.freshness`).
+    New records carry their environment's content version (`Domain.environment_version`);
+    `on_verified` sees every verified improvement before admission (a rebuild's log).
     """
     cfg = config or ConstructionConfig()
     if store.read_only:
@@ -376,7 +374,7 @@ def build_memory(
     if checkpoints and ckpt_dir is None:
         raise ValueError("checkpoints need a checkpoint_dir")
     wanted = sorted(set(int(c) for c in checkpoints))
-    versions = environment_versions(domain, tasks)
+    envs = environment_versions(domain, tasks)  # retrieval offers only records verified against these
     builder = _Builder(
         domain,
         store,
@@ -387,7 +385,7 @@ def build_memory(
         max_decisions,
         alternatives_parser,
         distil_parser,
-        versions,
+        envs,
     )
     builder.build_tasks = tuple(replace(t, reference="") for t in tasks)  # conditions never read it
     builder.on_verified = on_verified

@@ -32,7 +32,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from cm_gym.agent import Cost
 from cm_gym.domains.base import Domain
 from cm_gym.llm.base import LLM
 from cm_gym.memory.alternatives import AlternativeGenerator
+from cm_gym.memory.construction import ProgressFn
 from cm_gym.memory.distill import Distiller
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.errors import StoreError
@@ -225,9 +226,6 @@ class Reverifier:
         )
 
 
-ProgressFn = Callable[[int, int], None]
-
-
 def reverify_store(
     source: StoreView,
     out: str | Path,
@@ -256,13 +254,16 @@ def reverify_store(
     summary = ReverifySummary(records_in=len(source), environment=environment)
     started = time.perf_counter()
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as tmp, RecordStore(
-        Path(tmp) / "work.sqlite",
-        domain=source.domain,
-        benchmark=source.benchmark or None,
-        capacity=source.capacity,
-        embedder=Embedder.from_id(source.embedder_id),
-    ) as store:
+    with (
+        tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}.") as tmp,
+        RecordStore(
+            Path(tmp) / "work.sqlite",
+            domain=source.domain,
+            benchmark=source.benchmark or None,
+            capacity=source.capacity,
+            embedder=Embedder.from_id(source.embedder_id),
+        ) as store,
+    ):
         for key, value in {
             **{k: v for k, v in source.meta.items() if k == "build_settings"},
             **(meta or {}),
@@ -285,9 +286,7 @@ def reverify_store(
             store.add(kept, embedding=source.embedding_of(record.record_id))
             if repaired is not None:
                 if repaired.record_id in source_ids or repaired.record_id in store:  # already there
-                    logger.info(
-                        "repair of %s equals stored record %s", record.record_id, repaired.record_id
-                    )
+                    logger.info("repair of %s equals stored record %s", record.record_id, repaired.record_id)
                 else:
                     store.add(repaired)
                     order += 1

@@ -39,10 +39,11 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
+from cm_gym.domains.base import Edit
 from cm_gym.domains.environment import ChangeFamily, EnvChange, EnvironmentChangeError
 from cm_gym.domains.sql import sqlast
 from cm_gym.domains.sql.features import task_features
-from cm_gym.domains.sql.schema import Column, Schema, connect_ro, type_class
+from cm_gym.domains.sql.schema import Column, Schema, connect_ro, introspect, type_class
 from cm_gym.types import Task
 
 _NUMERIC = ("integer", "real", "number")
@@ -71,6 +72,19 @@ def _db_digest(path: str, mtime_ns: int, size: int) -> str:
     return h.hexdigest()[:16]
 
 
+def environment_version(name: str, task: Task) -> str:
+    """The SQL content version: `database_version` (the Domain hook, `domains.environment`)."""
+    return database_version(task)
+
+
+def adaptation_edits(task: Task, action: str) -> list[Edit]:
+    """An unknown column or table → the closest the schema has; a text column compared with a
+    number → CAST (`sql/adapt.py`; re-verification only)."""
+    from cm_gym.domains.sql.adapt import adaptation_edits as edits
+
+    return edits(action, (task.features or {}).get("column_types"))
+
+
 def database_version(task: Task) -> str:
     """Content version of a SQL task's database: its schema (tables, views, indexes) and every
     row, read through SQLite (not the file's bytes, which a rebuild may lay out differently)."""
@@ -96,27 +110,8 @@ def _copy(source: str, target: Path) -> None:
 
 
 def schema_of(path: Path, db_id: str) -> Schema:
-    """Tables *and views* of a database (an agent queries a view like a table)."""
-    conn = connect_ro(path, immutable=False)
-    try:
-        names = [
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
-                "ORDER BY rowid"
-            )
-        ]
-        tables: dict[str, tuple[Column, ...]] = {}
-        fks: list[tuple[str, str, str, str]] = []
-        for name in names:
-            quoted = name.replace('"', '""')
-            info = conn.execute(f'PRAGMA table_info("{quoted}")').fetchall()
-            tables[name] = tuple(Column(r[1], r[2] or "", bool(r[5])) for r in info)
-            for r in conn.execute(f'PRAGMA foreign_key_list("{quoted}")').fetchall():
-                fks.append((name, r[3], r[2], r[4] or ""))
-    finally:
-        conn.close()
-    return Schema(db_id, tables, tuple(fks))
+    """Tables *and views* of a changed database (an agent queries a view like a table)."""
+    return introspect(path, db_id, immutable=False, views=True)
 
 
 def _rng(seed: int, *parts: str) -> np.random.Generator:

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
-from cm_gym.domains.environment import ChangeFamily
 from cm_gym.domains.sql.conditions import PREDICATES
 from cm_gym.domains.sql.evaluator import SQLEvaluator
 from cm_gym.types import Task
@@ -93,22 +92,3 @@ class SQLDomain(Domain):
     def parse_action(self, text: str) -> str:
         """The SQL in the reply's fenced block (or after ACTION:), without trailing semicolons."""
         return super().parse_action(text).strip().rstrip(";").strip()
-
-    def environment_version(self, task: Task) -> str:
-        """The database's schema and rows, read through SQLite (`changes.database_version`)."""
-        from cm_gym.domains.sql.changes import database_version
-
-        return database_version(task)
-
-    def adaptation_edits(self, task: Task, action: str) -> list[Edit]:
-        """An unknown column or table → the closest the schema has; a text column compared with a
-        number → CAST (`sql/adapt.py`; re-verification only)."""
-        from cm_gym.domains.sql.adapt import adaptation_edits
-
-        return adaptation_edits(action, (task.features or {}).get("column_types"))
-
-    def change_families(self) -> Mapping[str, ChangeFamily]:
-        """rename_column, split_table, type_to_text, view_replaces_table (`sql/changes.py`)."""
-        from cm_gym.domains.sql.changes import CHANGE_FAMILIES
-
-        return CHANGE_FAMILIES
