@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cm_gym.experiments.common import Study
+from cm_gym.experiments.common import Study, ratio_ci
 from cm_gym.experiments.reporting import Cell, Direction, Report, Table, fmt_est, verdict_positive
 from cm_gym.experiments.runner import Unit, UnitResult
 from cm_gym.experiments.staleness_measure import (
@@ -107,6 +107,9 @@ def run(study: Study) -> Report:
     cfg = study.cfg
     wanted = cfg.extra.get("families")
     cells = {(b, f): plan(study, b, f) for b in cfg.benchmarks for f in families(b, wanted)}
+    envs = dict(zip(cells, study.run([c["env"] for c in cells.values()]), strict=True))
+    skipped = [f"{b} · {f}" for (b, f), e in envs.items() if not e["touched_envs"]]
+    cells = {key: units for key, units in cells.items() if envs[key]["touched_envs"]}  # changed something
     res = study.run_groups({key: list(units.values()) for key, units in cells.items()})
     res_by = {key: dict(zip(cells[key], res[key], strict=True)) for key in cells}
     detect = Table("Re-verification against a rebuild on the changed environment (store rebuilt | decisions rebuilt)", [
@@ -117,7 +120,11 @@ def run(study: Study) -> Report:
     )
     harm = Table("Harmful use (% of selected uses)", [LABEL[c] for c in CONDITIONS[1:]])
     diffs = Table("Paired differences (pp, 95% CI)", [
-        "harm: kept − retired", "score: retired − kept", "score: repaired − kept", "score: rebuilt − repaired"])  # fmt: skip
+        "harm: kept − retired", "harm: kept − repaired", "score: retired − kept", "score: repaired − kept",
+        "score: rebuilt − repaired"])  # fmt: skip
+    exposed = Table("Tasks where the kept store used a record reverify flags (stale or repairable)", [
+        "tasks", "flagged uses", "flagged uses: harmful %", "harmful uses/task: kept − retired",
+        "harmful uses/task: kept − repaired", "score: retired − kept", "score: repaired − kept"])  # fmt: skip
     by_verdict = Table("Stale records kept: uses and harmful uses (% of uses) by reverify's verdict", [
         "valid: uses", "valid: harmful %", "repairable: uses", "repairable: harmful %", "stale: uses", "stale: harmful %"])  # fmt: skip
     cost = Table("Cost: re-verification vs rebuilding", [
@@ -136,33 +143,28 @@ def run(study: Study) -> Report:
             *(_pct(z[k]) for k in ("detect_precision", "detect_recall", "retire_precision", "retire_recall"))]))  # fmt: skip
         score.rows.append((row, [Cell(d["score"][c]) for c in CONDITIONS]))
         harm.rows.append((row, [Cell(d["harm"][c]) for c in CONDITIONS[1:]]))
-        diffs.rows.append(
-            (
-                row,
-                [
-                    Cell(d["diff"][k])
-                    for k in (
-                        "harm_kept_retired",
-                        "score_retired_kept",
-                        "score_repaired_kept",
-                        "score_rebuilt_repaired",
-                    )
-                ],
-            )
-        )
+        diffs.rows.append((row, [Cell(d["diff"][k]) for k in DIFFS]))
+        x = d["exposed"]
+        exposed.rows.append((row, [_num(x["tasks"]), _num(x["uses"]), Cell(x["harmful"]),
+                                   *(Cell(x[k], None, "{:.2f}" if k.startswith("harm") else "{:.1f}") for k in EXPOSED_DIFFS)]))  # fmt: skip
         cost.rows.append((row, [_num(v) for v in d["cost"].values()]))
         hv = d["harm_by_verdict"]
         by_verdict.rows.append((row, [c for s in ("valid", "repairable", "stale") for c in (
             _num(hv[s]["uses"]), _pct(hv[s]["harmful"] / hv[s]["uses"] if hv[s]["uses"] else None))]))  # fmt: skip
-        dirs.append(Direction(
-            f"{row}: retiring stale records lowers harmful use (kept − retired > 0)",
-            "— (beyond the paper)", fmt_est(d["diff"]["harm_kept_retired"]), verdict_positive(d["diff"]["harm_kept_retired"])))  # fmt: skip
+        for key, what in (
+            ("harm_kept_retired", "retiring"),
+            ("harm_kept_repaired", "retiring and repairing"),
+        ):
+            est = x[key]
+            dirs.append(Direction(
+                f"{row}: on tasks that used a flagged record, {what} lowers harmful uses (kept − after > 0)",
+                "— (beyond the paper)", fmt_est(est), verdict_positive(est)))  # fmt: skip
     report = Report(
         NAME,
         TITLE,
         Report.lead_paragraph(__doc__),
         cfg.describe(),
-        [detect, score, harm, diffs, by_verdict, cost],
+        [detect, score, harm, diffs, by_verdict, exposed, cost],
         dirs,
         [],
         data=data,
@@ -174,8 +176,58 @@ def run(study: Study) -> Report:
         "store (it also drifts where construction-time reuse took another path — the control family's positives "
         "measure that drift) and each record's decision rebuilt by construction's own Module I + II.",
         "Memory-use rule: top-1 (fixed) in every condition, so harm is not hidden by a selector trained on the old store.",
+        "Families that changed nothing on these benchmarks (a change of another benchmark's tasks) were left out: "
+        + (", ".join(skipped) or "none")
+        + ".",
     ]
     return report
+
+
+DIFFS = (
+    "harm_kept_retired",
+    "harm_kept_repaired",
+    "score_retired_kept",
+    "score_repaired_kept",
+    "score_rebuilt_repaired",
+)
+EXPOSED_DIFFS = ("harm_kept_retired", "harm_kept_repaired", "score_retired_kept", "score_repaired_kept")
+
+
+def _diffs(study: Study, runs: dict[str, list[UnitResult]], ids: list[str] | None) -> dict[str, Estimate]:
+    harm = ("uses_worse_than_draft", "selected_uses", ids, 100.0)
+    return {
+        "harm_kept_retired": study.paired_rate(runs["retired"], runs["kept"], *harm),
+        "harm_kept_repaired": study.paired_rate(runs["repaired"], runs["kept"], *harm),
+        "score_retired_kept": study.paired(runs["kept"], runs["retired"], ids),
+        "score_repaired_kept": study.paired(runs["kept"], runs["repaired"], ids),
+        "score_rebuilt_repaired": study.paired(runs["repaired"], runs["rebuilt"], ids),
+    }
+
+
+def _exposed(study: Study, runs: dict[str, list[UnitResult]], statuses: dict[str, str]) -> dict[str, Any]:
+    """Tasks whose kept run used a record reverify flags: how often those uses were harmful (a
+    ratio with a bootstrap CI over tasks), and the paired differences on exactly those tasks."""
+    flagged = {rid for rid, s in statuses.items() if s in ("stale", "repairable")}
+    per_task = []
+    for e in runs["kept"][0]["episodes"]:
+        uses = [u for u in e.get("use_log", ()) if set(str(u[0]).split("+")) & flagged]
+        if uses:
+            bad = sum(d is not None and float(sc) < float(d) for _, sc, d in uses)
+            per_task.append({"task_id": e["task_id"], "uses": len(uses), "bad": bad})
+    ids = [t["task_id"] for t in per_task]
+    out: dict[str, Any] = {"tasks": len(ids), "uses": sum(t["uses"] for t in per_task)}
+    out["harmful"] = (
+        ratio_ci([per_task], "bad", "uses", None, study.cfg.bootstrap, 100.0) if ids else Estimate(None)
+    )
+    diffs = _diffs(study, runs, ids) if ids else {}
+    out.update({k: diffs.get(k, Estimate(None)) for k in EXPOSED_DIFFS})
+    for cond in ("retired", "repaired"):  # harmful uses per exposed task: defined even when none remain
+        out[f"harm_kept_{cond}"] = (
+            study.paired(runs[cond], runs["kept"], ids, key="uses_worse_than_draft")
+            if ids
+            else Estimate(None)
+        )
+    return out
 
 
 def _plain(obj: Any) -> Any:
@@ -211,14 +263,7 @@ def _cell(study: Study, b: str, fam: str, r: dict[str, UnitResult]) -> dict[str,
     harm = {
         c: study.rate(runs[c], "uses_worse_than_draft", "selected_uses", None, 100.0) for c in CONDITIONS[1:]
     }
-    diff = {
-        "harm_kept_retired": study.paired_rate(
-            runs["retired"], runs["kept"], "uses_worse_than_draft", "selected_uses", None, 100.0
-        ),
-        "score_retired_kept": study.paired(runs["kept"], runs["retired"]),
-        "score_repaired_kept": study.paired(runs["kept"], runs["repaired"]),
-        "score_rebuilt_repaired": study.paired(runs["repaired"], runs["rebuilt"]),
-    }
+    diff = _diffs(study, runs, None)
     rebuild_s = float(r["rebuilt_store"].get("_unit", {}).get("seconds", 0.0))
     cost = {
         "reverify_calls": r["repaired_store"]["cost"]["evaluator_calls"],
@@ -236,5 +281,6 @@ def _cell(study: Study, b: str, fam: str, r: dict[str, UnitResult]) -> dict[str,
         "score": score,
         "harm": harm,
         "diff": diff,
+        "exposed": _exposed(study, runs, statuses),
         "cost": cost,
     }

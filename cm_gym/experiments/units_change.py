@@ -145,7 +145,10 @@ def two_error_tasks(candidates: list[Task], llm_seed: int, n: int) -> list[Task]
 def _sql_two_error(p: Mapping[str, Any]) -> list[Task]:
     from cm_gym.domains.sql.twoerror import candidate_tasks
 
-    pool = candidate_tasks(n=int(p.get("n_candidates", 400)), seed=int(p.get("taskset_seed", 0)))
+    disjoint = tuple(int(x) for x in p.get("disjoint_from", ()))
+    pool = candidate_tasks(
+        n=int(p.get("n_candidates", 400)), seed=int(p.get("taskset_seed", 0)), disjoint_from=disjoint
+    )
     return two_error_tasks(pool, int(p["llm_seed"]), int(p.get("n_tasks", 60)))
 
 
@@ -181,6 +184,10 @@ def selector_any_unit(
     by_id = benchmark_tasks(p["benchmark"])
     train = [by_id[i] for i in p["train_ids"]]
     val = [by_id[i] for i in p["validation_ids"]]
+    if p.get("train_taskset"):  # extra training tasks (a named task set): 3/4 train, 1/4 validation
+        extra = policy_tasks({**p, **p["train_taskset"]}, inputs)
+        cut = (3 * len(extra)) // 4
+        train, val = train + extra[:cut], val + extra[cut:]
     space = str(p["action_space"])
     env = make_env(cfg, snapshot, train, task_order="random", action_space=space)
     val_env = make_env(cfg, snapshot, val, action_space=space)
@@ -195,7 +202,13 @@ def selector_any_unit(
     val_env.close()
     shutil.copyfile(callback.best_path, workdir / "selector.zip")
     shutil.rmtree(workdir / "ckpt", ignore_errors=True)
-    return {"checkpoint": "selector.zip", "best_step": callback.best_step, "history": callback.history}
+    return {
+        "checkpoint": "selector.zip",
+        "best_step": callback.best_step,
+        "history": callback.history,
+        "train_tasks": len(train),
+        "validation_tasks": len(val),
+    }
 
 
 def _policy(spec: str, space: str, seed: int, env: Any, inputs: Mapping[str, UnitResult]) -> Any:

@@ -126,6 +126,12 @@ class FreshView:
         return self.source.embeddings if not self._excluded else self._matrix
 
     @property
+    def index_columns(self) -> Any:
+        """The source's column reader when nothing is excluded (else None: build from `records`)."""
+        self._refresh()
+        return getattr(self.source, "index_columns", None) if not self._excluded else None
+
+    @property
     def ann_index(self) -> Any:
         """The source's ANN index when nothing is excluded (its rows are then these rows)."""
         self._refresh()

@@ -65,7 +65,7 @@ def test_two_error_tasks_need_both_corrections() -> None:
     from cm_gym.llm.simulated import SimulatedLLM
 
     pool = candidate_tasks(60, seed=0)
-    assert pool and all(t.task_id.startswith("sqltwo-") for t in pool)
+    assert pool and all(t.task_id.startswith("sqltwo0-") for t in pool)
     chosen = two_error_tasks(pool, llm_seed=0, n=5)
     assert chosen
     llm, evaluator = SimulatedLLM(seed=0), get_domain("sql").make_evaluator()

@@ -2,8 +2,10 @@
 one query (the ``boundary_join`` family: "which parents have a child whose value is at least v").
 
 `candidate_tasks(n, seed)` builds up to `n` such tasks over the generated benchmark's databases
-with the benchmark's own family builder, under ids ``sqltwo-NNNN`` and a seed of their own, and
-drops every question the benchmark itself asks (no near-duplicate of a source task). They are
+with the benchmark's own family builder, under ids ``sqltwo<seed>-NNNN`` and a seed of their own,
+and drops every question the benchmark itself asks (no near-duplicate of a source task) and every
+question of the candidate sets of `disjoint_from` seeds (a training set never shares a question
+with an evaluation set). They are
 not a registered benchmark: the `combine` study keeps the ones whose memory-free draft carries
 two slips (it asks the simulated LLM; a domain never imports it) and passes them to the env as a
 task list.
@@ -23,9 +25,14 @@ from cm_gym.types import Task
 PREFIX = "sqltwo"
 
 
-def candidate_tasks(n: int = 400, seed: int = 0, benchmark_seed: int = 0) -> list[Task]:
-    """Up to `n` boundary-and-join tasks (deterministic per seed), none asked by the benchmark."""
+def candidate_tasks(
+    n: int = 400, seed: int = 0, benchmark_seed: int = 0, disjoint_from: tuple[int, ...] = ()
+) -> list[Task]:
+    """Up to `n` boundary-and-join tasks (deterministic per seed), none asked by the benchmark
+    or by the `n`-task candidate sets of the `disjoint_from` seeds."""
     asked = {t.prompt for t in load_tasks(seed=benchmark_seed)}
+    for other in disjoint_from:
+        asked |= {t.prompt for t in candidate_tasks(n, other, benchmark_seed)}
     paths = {db: schemas.ensure_database(db, benchmark_seed) for db in schemas.DATABASES}
     conns = {db: sqlite3.connect(p.resolve().as_uri() + "?mode=ro", uri=True) for db, p in paths.items()}
     schema_of = {db: introspect(p, db, immutable=False) for db, p in paths.items()}
@@ -52,7 +59,7 @@ def candidate_tasks(n: int = 400, seed: int = 0, benchmark_seed: int = 0) -> lis
                 sql = sqlast.normalize(item.sql)
                 tasks.append(
                     Task(
-                        task_id=f"{PREFIX}-{len(tasks):04d}",
+                        task_id=f"{PREFIX}{seed}-{len(tasks):04d}",
                         domain="sql",
                         prompt=item.question,
                         env_id=pair.db,
