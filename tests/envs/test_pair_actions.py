@@ -135,3 +135,14 @@ def test_revise_with_records_prompt_round_trips() -> None:
     name, parsed = parse_rendered(rendered.messages)
     assert name == REVISE_WITH_RECORDS
     assert all(parsed[k] == v for k, v in fields.items())
+
+
+def test_slot_limit_wrapper_masks_pairs(toy_store_path: Path) -> None:
+    from cm_gym.wrappers.ablation import SlotLimit
+
+    env = SlotLimit(make_toy(str(toy_store_path), action_space="pairs", use_conditions=False), n_slots=1)
+    obs, info = _decide_until(env, 1)
+    mask = env.action_masks()
+    assert mask.shape == (17,) and (info["action_mask"] == mask).all() and not mask[F.N_ACTIONS :].any()
+    _, _, _, _, step = env.step(F.pair_action(1, 2))  # a pair needs slot 2, which the wrapper hides
+    assert step["invalid_action"] and not step["pair_use"]
