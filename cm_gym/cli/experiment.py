@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from cm_gym.cli._args import add_llm_limit_options, llm_spec
-from cm_gym.experiments import STUDIES, ExperimentConfig, run_experiments
+from cm_gym.experiments import EXTRA_STUDIES, STUDIES, ExperimentConfig, run_experiments
 from cm_gym.experiments.runner import BACKENDS
 from cm_gym.quick import quick_mode, say
 
@@ -23,7 +23,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument(
-        "name", nargs="+", choices=("all", *STUDIES), metavar="NAME", help=f"all or {', '.join(STUDIES)}"
+        "name",
+        nargs="+",
+        choices=("all", *STUDIES, *EXTRA_STUDIES),
+        metavar="NAME",
+        help=f"all or {', '.join(STUDIES)}; beyond the paper (not in all): {', '.join(EXTRA_STUDIES)}",
     )
     p.add_argument(
         "--benchmarks", nargs="+", help="registered benchmarks (default: SQL SAT Code; quick: SQL)"

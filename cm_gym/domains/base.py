@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from cm_gym.domains.environment import EnvironmentHooks
 from cm_gym.domains.reply import ActionReading
 from cm_gym.types import Evaluator, Task
 
@@ -210,9 +211,10 @@ def token_diff(a_minus: str, a_plus: str) -> list[tuple[str, str]]:
     return out
 
 
-class Domain(ActionReading, ABC):
+class Domain(ActionReading, EnvironmentHooks, ABC):
     """A benchmark family's world model, edit grammar, conditions and simulated-LLM error model;
-    reading actions out of replies and comparing them comes from `ActionReading`."""
+    reading actions out of replies and comparing them comes from `ActionReading`, content versions
+    and change families from `EnvironmentHooks` (`cm_gym.domains.environment`)."""
 
     #: short, unique, lower-case name stored in every Task and Record ("sql", "sat", ...)
     name: ClassVar[str]

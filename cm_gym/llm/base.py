@@ -15,6 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 # Template names (paper Table 7). Their text, versions and parsers live in `llm/prompts.py`.
 DRAFT_ACTION = "DRAFT_ACTION"
 REVISE_WITH_RECORD = "REVISE_WITH_RECORD"
+#: Beyond the paper (App. A's "combining multiple verified records"): revise with two records.
+REVISE_WITH_RECORDS = "REVISE_WITH_RECORDS"
 GENERATE_LOCAL_ALTERNATIVES = "GENERATE_LOCAL_ALTERNATIVES"
 DISTIL_RECORD = "DISTIL_RECORD"
 RECORD_RENDER = "RECORD_RENDER"

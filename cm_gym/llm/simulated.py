@@ -33,6 +33,10 @@ Behaviour, per template:
   paper's counting, which `calibrate` now uses); ``SimulatedLLM(revision_rates=PATH)`` loads rates fitted to a cached run of a real model
   (`cm-gym calibrate --llm-cache FILE`). The revision never reads the reference: the domain gets
   the task with it blanked.
+* REVISE_WITH_RECORDS (beyond the paper: two records at one decision) — each record in the order
+  shown is treated as REVISE_WITH_RECORD treats one, on the draft the previous one left, with the
+  same rates (`cm_gym.llm.revision.choose_sequence`; the independence of the two is an assumption,
+  stated there: the paper measures one record per decision only).
 * GENERATE_LOCAL_ALTERNATIVES — up to min(2, k) of the domain's edit operators, in seeded order,
   written in the edit grammar.
 * DISTIL_RECORD — `Domain.distil` as ``SITUATION: …`` / ``CONDITION: …`` ("none" when empty).
@@ -66,6 +70,7 @@ from cm_gym.llm.base import (
     GENERATE_LOCAL_ALTERNATIVES,
     REFLECT,
     REVISE_WITH_RECORD,
+    REVISE_WITH_RECORDS,
     Completion,
     estimate_tokens,
 )
@@ -73,7 +78,7 @@ from cm_gym.llm.errors import LLMError
 from cm_gym.llm.parsers import edit_fragment, format_alternatives
 from cm_gym.llm.profiles import Profile, load_profile
 from cm_gym.llm.prompts import Rendered, render
-from cm_gym.llm.revision import CandidateCache, choose, load_revision_rates
+from cm_gym.llm.revision import CandidateCache, choose, choose_sequence, load_revision_rates
 from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
@@ -81,7 +86,13 @@ logger = logging.getLogger(__name__)
 SIMULATOR_VERSION = "2"
 TaskLookup = Callable[[str], "Task | None"] | Mapping[str, Task]
 _DRAFT_MEMO_SIZE = 50_000
-_NEEDS_TASK = {DRAFT_ACTION, REVISE_WITH_RECORD, GENERATE_LOCAL_ALTERNATIVES, DISTIL_RECORD}
+_NEEDS_TASK = {
+    DRAFT_ACTION,
+    REVISE_WITH_RECORD,
+    REVISE_WITH_RECORDS,
+    GENERATE_LOCAL_ALTERNATIVES,
+    DISTIL_RECORD,
+}
 
 
 def stable_rng(*parts: Any) -> np.random.Generator:
@@ -255,6 +266,12 @@ class SimulatedLLM:
             draft = f["draft"]
             cands = self._candidates.get(domain, blind, draft, f["record_a_minus"], f["record_a_plus"])
             revised, _ = choose(cands, self.revision_rates(task.domain), draft, rng)
+            return fenced(revised)
+        if name == REVISE_WITH_RECORDS:
+            contrasts = [(f[f"record_{i}_a_minus"], f[f"record_{i}_a_plus"]) for i in (1, 2)]
+            revised, _ = choose_sequence(
+                self._candidates, domain, blind, f["draft"], contrasts, self.revision_rates(task.domain), rng
+            )
             return fenced(revised)
         if name == GENERATE_LOCAL_ALTERNATIVES:
             return self._alternatives(domain, blind, f["action"], _int(f["k"], 4), rng)
