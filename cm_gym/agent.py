@@ -195,20 +195,6 @@ class BaseAgent:
         changed = record is not None and self.domain.action_changed(draft, action)
         return Decision(new_state, draft, action, outcome, attempt.record_id, cost, changed)
 
-
-def unusable_feedback(domain: Domain, action: str, outcome: Outcome) -> Outcome:
-    """`outcome` with its feedback led by why the reply held no usable action (a parse failure
-    becomes evaluator feedback the model can act on); unchanged for a usable action."""
-    if outcome.solved:
-        return outcome
-    problem = domain.parse_problem(action)
-    if problem is None:
-        return outcome
-    feedback = f"No usable {domain.reply_format.what}: {problem}." + (
-        f" {outcome.feedback}" if outcome.feedback else ""
-    )
-    return dataclasses.replace(outcome, feedback=feedback)
-
     def decide_with_records(
         self, state: AgentState, records: Sequence[RecordView], draft: str | None = None
     ) -> Decision:
@@ -227,7 +213,22 @@ def unusable_feedback(domain: Domain, action: str, outcome: Outcome) -> Outcome:
         )
         if not outcome.solved:
             new_state = self.reflect(new_state, cost)
-        return Decision(new_state, draft, action, outcome, record_id, cost)
+        changed = self.domain.action_changed(draft, action)
+        return Decision(new_state, draft, action, outcome, record_id, cost, changed)
+
+
+def unusable_feedback(domain: Domain, action: str, outcome: Outcome) -> Outcome:
+    """`outcome` with its feedback led by why the reply held no usable action (a parse failure
+    becomes evaluator feedback the model can act on); unchanged for a usable action."""
+    if outcome.solved:
+        return outcome
+    problem = domain.parse_problem(action)
+    if problem is None:
+        return outcome
+    feedback = f"No usable {domain.reply_format.what}: {problem}." + (
+        f" {outcome.feedback}" if outcome.feedback else ""
+    )
+    return dataclasses.replace(outcome, feedback=feedback)
 
 
 #: The reuse-label rules: "draft" (SPEC §3 *Amended*, the default) and "paper" (Appendix B.3).

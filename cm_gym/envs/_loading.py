@@ -333,4 +333,8 @@ def _not_a_store(path: Path) -> str:
             conn.close()
     except sqlite3.Error as exc:
         return f"an unreadable SQLite file: {exc}"
-    return "" if {"meta", "records"} <= tables else "an SQLite file without a record store's tables"
+    if {"meta", "records"} <= tables:
+        return ""
+    if not tables and Path(f"{path}-wal").exists():
+        return ""  # a live store in WAL mode keeps its tables in the log until a checkpoint
+    return "an SQLite file without a record store's tables"

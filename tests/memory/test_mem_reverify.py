@@ -19,10 +19,11 @@ from cm_gym.llm.simulated import SimulatedLLM
 from cm_gym.memory.construction import build_memory
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.freshness import FreshView, exclusion_reason
+from cm_gym.memory.manifest import LEGACY_FORMATS
 from cm_gym.memory.retrieval import Retriever
 from cm_gym.memory.reverify import read_report, report_path, reverify_store
 from cm_gym.memory.schema import LEGACY_RECORD_COLUMNS, MIGRATIONS, STORE_KIND, manifest_path
-from cm_gym.memory.snapshot import MANIFEST_FORMAT, FrozenStore, file_sha256
+from cm_gym.memory.snapshot import FrozenStore, file_sha256
 from cm_gym.memory.store import RecordStore
 from cm_gym.registry import get_benchmark, get_domain
 from cm_gym.splits import make_split
@@ -152,7 +153,7 @@ def test_schema_v2_snapshot_reads_with_fresh_defaults(tmp_path: Path) -> None:
         [*row, np.zeros(512, "<f4").tobytes()],
     )
     conn.close()
-    manifest = {"format": MANIFEST_FORMAT, "sha256": file_sha256(path), "records": 1, "domain": "sql"}
+    manifest = {"format": LEGACY_FORMATS[0], "sha256": file_sha256(path), "records": 1, "domain": "sql"}
     manifest["embedder_id"] = emb.embedder_id
     manifest_path(path).write_text(json.dumps(manifest))
     (r,) = FrozenStore.open(path).records
