@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cm_gym.domains.base import Domain
-from cm_gym.llm.base import DRAFT_ACTION, LLM, REFLECT, REVISE_WITH_RECORD, Completion
+from cm_gym.llm.base import DRAFT_ACTION, LLM, REFLECT, REVISE_WITH_RECORD, REVISE_WITH_RECORDS, Completion
 from cm_gym.types import TRUNCATION, Action, AgentState, Attempt, Evaluator, Outcome, truncate
 
 logger = logging.getLogger(__name__)
@@ -129,6 +130,26 @@ class BaseAgent:
         revised = self.domain.parse_action(completion.text)
         return revised or draft
 
+    def revise_with_records(
+        self, state: AgentState, draft: str, records: Sequence[RecordView], cost: Cost
+    ) -> str:
+        """REVISE_WITH_RECORDS with exactly two records, in the order given (beyond the paper:
+        the opt-in pair action space); the LLM may return the draft unchanged."""
+        if len(records) != 2:
+            raise ValueError(f"REVISE_WITH_RECORDS shows exactly two records, got {len(records)}")
+        extra: dict[str, Any] = {
+            "draft": truncate(draft, TRUNCATION["draft"]),
+            "record_id": "+".join(r.record_id for r in records),
+        }
+        for i, record in enumerate(records, start=1):
+            extra[f"record_{i}"] = truncate(record.rendered, TRUNCATION["record"])
+            extra[f"record_{i}_a_minus"] = record.a_minus
+            extra[f"record_{i}_a_plus"] = record.a_plus
+        completion = self.llm.complete(REVISE_WITH_RECORDS, self._fields(state, **extra))
+        cost.charge(completion)
+        revised = self.domain.parse_action(completion.text)
+        return revised or draft
+
     def reflect(self, state: AgentState, cost: Cost) -> AgentState:
         """Reflexion only: write one reflection on the last failed attempt into the state."""
         if self.kind != "reflexion" or not state.attempts or state.solved:
@@ -173,6 +194,27 @@ class BaseAgent:
             new_state = self.reflect(new_state, cost)
         changed = record is not None and self.domain.action_changed(draft, action)
         return Decision(new_state, draft, action, outcome, attempt.record_id, cost, changed)
+
+    def decide_with_records(
+        self, state: AgentState, records: Sequence[RecordView], draft: str | None = None
+    ) -> Decision:
+        """`decide` with zero, one or two records (two: REVISE_WITH_RECORDS); the decision's
+        `record_id` joins the ids of two records with "+"."""
+        if len(records) < 2:
+            return self.decide(state, records[0] if records else None, draft)
+        cost = Cost()
+        if draft is None:
+            draft = self.draft(state, cost)
+        action = self.revise_with_records(state, draft, records, cost)
+        outcome = self.evaluate(state, action, cost)
+        record_id = "+".join(r.record_id for r in records)
+        new_state = state.with_attempt(
+            Attempt(action=action, outcome=outcome, draft=draft, record_id=record_id)
+        )
+        if not outcome.solved:
+            new_state = self.reflect(new_state, cost)
+        changed = self.domain.action_changed(draft, action)
+        return Decision(new_state, draft, action, outcome, record_id, cost, changed)
 
 
 def unusable_feedback(domain: Domain, action: str, outcome: Outcome) -> Outcome:

@@ -34,7 +34,13 @@ layouts: mask-from-observation works on either. A checkpoint refuses the other l
 
 The action space is Discrete(5): 0 = skip (always valid), j = use slot j. The mask is
 ``[1, valid_1, …, valid_4]`` and can be read back from the observation alone
-(`mask_from_observation`), so a replay buffer of observations carries it. P is a Gaussian random
+(`mask_from_observation`), so a replay buffer of observations carries it.
+
+The opt-in *pair* action space (``action_space="pairs"``, **beyond the paper**, App. A's "combining
+multiple verified records") is Discrete(17): 0 = skip, j ∈ 1..4 = slot j alone, and 5..16 = the
+ordered pairs (i, j), i ≠ j, in `PAIR_SLOTS` order (LLM shown slot i's record, then slot j's). A
+pair is valid when both its slots are; its mask is derived from the same validity features
+(``mask_from_observation(obs, pairs=True)``), so the 98 dims stay the paper's. P is a Gaussian random
 projection 512 → 32 drawn from ``np.random.default_rng(20260824)`` scaled by 1/√32; it is never
 fitted.
 """
@@ -97,6 +103,17 @@ VALIDITY_INDICES: tuple[int, ...] = tuple(
 USE_FREQUENCY_SCALE = 10.0
 
 assert OBS_DIM == 98 and BUDGET.stop == OBS_DIM
+
+#: The action spaces: the paper's Discrete(5) ("single", default) and the opt-in pairs (17).
+ACTION_SPACES: tuple[str, ...] = ("single", "pairs")
+#: Ordered slot pairs of the pair action space: action 5 + n is PAIR_SLOTS[n] (1-based slots).
+PAIR_SLOTS: tuple[tuple[int, int], ...] = tuple(
+    (i, j) for i in range(1, N_SLOTS + 1) for j in range(1, N_SLOTS + 1) if i != j
+)
+N_PAIR_ACTIONS = N_ACTIONS + len(PAIR_SLOTS)  # 17
+_PAIR_FIRST = [i for i, _ in PAIR_SLOTS]  # indices into [skip, valid_1..valid_4]
+_PAIR_SECOND = [j for _, j in PAIR_SLOTS]
+ArrayT = TypeVar("ArrayT")
 
 
 class ObservationLayoutError(CmGymError):
@@ -264,15 +281,52 @@ def build_observation(
     return obs
 
 
-def mask_for(n_valid: int) -> np.ndarray:
+def n_actions(action_space: str = "single") -> int:
+    """The size of an action space: 5 ("single"), 17 ("pairs")."""
+    if action_space == "single":
+        return N_ACTIONS
+    if action_space == "pairs":
+        return N_PAIR_ACTIONS
+    raise ObservationLayoutError(f"action_space must be one of {ACTION_SPACES}, got {action_space!r}")
+
+
+def action_slots(action: int, action_space: str = "single") -> tuple[int, ...]:
+    """The slots an action shows, in order: () for skip, (j,) for one slot, (i, j) for a pair."""
+    n = n_actions(action_space)
+    if not 0 <= action < n:
+        raise ValueError(f"action {action} is outside Discrete({n})")
+    if action == 0:
+        return ()
+    if action < N_ACTIONS:
+        return (action,)
+    return PAIR_SLOTS[action - N_ACTIONS]
+
+
+def pair_action(first: int, second: int) -> int:
+    """The pair-space action that shows slot `first`, then slot `second` (1-based, distinct)."""
+    return N_ACTIONS + PAIR_SLOTS.index((first, second))
+
+
+def expand_pair_mask(mask: ArrayT) -> ArrayT:
+    """A single-space mask (…, 5) as the pair-space mask (…, 17): a pair is valid when both of
+    its slots are. numpy in → numpy, torch in → torch."""
+    x: Any = mask
+    if type(mask).__module__.startswith("torch"):
+        import torch
+
+        return torch.cat([x, x[..., _PAIR_FIRST] & x[..., _PAIR_SECOND]], dim=-1)  # type: ignore[return-value]
+    arr = np.asarray(x, dtype=bool)
+    return np.concatenate([arr, arr[..., _PAIR_FIRST] & arr[..., _PAIR_SECOND]], axis=-1)  # type: ignore[return-value]
+
+
+def mask_for(n_valid: int, action_space: str = "single") -> np.ndarray:
     """The mask of an observation whose first `n_valid` slots hold records (what
     `mask_from_observation` reads back from it), without reading the observation."""
     mask = np.zeros(N_ACTIONS, dtype=bool)
     mask[: 1 + max(0, min(n_valid, N_SLOTS))] = True
+    if n_actions(action_space) == N_PAIR_ACTIONS:
+        return expand_pair_mask(mask)
     return mask
-
-
-ArrayT = TypeVar("ArrayT")
 
 
 def _validity_selector(validity_indices: Sequence[int]) -> slice | list[int]:
@@ -290,10 +344,15 @@ def _validity_selector(validity_indices: Sequence[int]) -> slice | list[int]:
 _SELECTORS: dict[tuple[int, ...], slice | list[int]] = {}
 
 
-def mask_from_observation(obs: ArrayT, validity_indices: Sequence[int] = VALIDITY_INDICES) -> ArrayT:
+def mask_from_observation(
+    obs: ArrayT, validity_indices: Sequence[int] = VALIDITY_INDICES, *, pairs: bool = False
+) -> ArrayT:
     """The action mask ``[True, valid_1, …]`` (…, 1 + len(validity_indices)) read from a single
     observation or a batch; numpy in → numpy bool, torch in → torch bool on the same device.
-    Skip is always valid, so no row is ever all-masked."""
+    Skip is always valid, so no row is ever all-masked. ``pairs=True``: the pair action space's
+    mask (…, 17), `expand_pair_mask` of that."""
+    if pairs:
+        return expand_pair_mask(mask_from_observation(obs, validity_indices))
     key = tuple(validity_indices)
     selector = _SELECTORS.get(key)
     if selector is None:

@@ -23,7 +23,10 @@ and `summarize` counts it (``n_infrastructure``; ``n_tasks`` counts the episodes
 
 `paired` counts rescued / broken tasks between a no-memory and a memory run over the same tasks.
 `paired_bootstrap` / `paired_comparisons` give the paired bootstrap CI of a score difference over
-tasks, each policy's seeds averaged per task first (SPEC §8).
+tasks, each policy's seeds averaged per task first (SPEC §8): it treats the seeds as fixed.
+`two_level_paired_bootstrap` / `two_level_comparisons` resample the seeds as well (a two-level,
+hierarchical bootstrap: seeds with replacement, then tasks with replacement), so a difference that
+rests on one lucky selector seed gets the wide interval it deserves; reports show both.
 The denominators are never mixed: every rate is reported as ``{value, numerator, denominator, per}``.
 """
 
@@ -277,17 +280,19 @@ def paired_bootstrap(
     if not common:
         return {"diff": None, "lo": None, "hi": None, "n_tasks": 0, "level": level}
     d = np.array([treated[t] - baseline[t] for t in common], dtype=float)
-    means = bootstrap_means(d, n_boot, seed)
+    return _percentile_ci(
+        float(d.mean()), bootstrap_means(d, n_boot, seed), level, n_tasks=len(common), n_boot=n_boot
+    )
+
+
+def _percentile_ci(point: float, means: Any, level: float, **extra: Any) -> dict[str, Any]:
+    """``{diff, lo, hi, <extra>, level}``: `point` with the percentile interval of the bootstrap `means`."""
+    import numpy as np
+
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
-    return {
-        "diff": float(d.mean()),
-        "lo": float(lo),
-        "hi": float(hi),
-        "n_tasks": len(common),
-        "level": level,
-        "n_boot": n_boot,
-    }
+    out = {"diff": point, "lo": float(lo), "hi": float(hi), **extra, "level": level}
+    return out
 
 
 def paired_comparisons(
@@ -306,3 +311,120 @@ def paired_comparisons(
             if base in tasks and base != name
         }
     return out
+
+
+def per_task_by_seed(
+    per_seed: Mapping[int, Sequence[Mapping[str, Any]]], key: str = "score"
+) -> dict[int, dict[str, float]]:
+    """Each seed's per-task `key` (×100 for scores): ``{seed: {task_id: value}}``."""
+    scale = 100.0 if key == "score" else 1.0
+    return {
+        int(seed): {str(e["task_id"]): scale * float(e[key]) for e in episodes}
+        for seed, episodes in per_seed.items()
+    }
+
+
+def two_level_bootstrap_means(diff: Any, resamples: int, seed: int, chunk: int = 500) -> Any:
+    """Means of `resamples` two-level resamples of the (units × tasks) matrix `diff`: each draws
+    the units (seeds) with replacement, then the tasks with replacement, and averages the drawn
+    cells (a unit drawn twice counts twice). Seeded; computed in chunks of `chunk` resamples."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n_units, n_tasks = diff.shape
+    out = []
+    for start in range(0, resamples, chunk):
+        b = min(chunk, resamples - start)
+        units = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=b)
+        tasks = rng.multinomial(n_tasks, np.full(n_tasks, 1.0 / n_tasks), size=b)
+        out.append(((units @ diff) * tasks).sum(axis=1) / (n_units * n_tasks))
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def two_level_paired_bootstrap(
+    treated: Mapping[int, Mapping[str, float]],
+    baseline: Mapping[int, Mapping[str, float]],
+    *,
+    n_boot: int = 5000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Mean difference treated − baseline with a two-level percentile bootstrap CI: seeds and tasks
+    resampled (`two_level_bootstrap_means`). Inputs are ``{seed: {task: value}}``; the seeds both
+    ran are paired by seed, over the tasks every one of them ran (when they share no seed, the
+    baseline's seed mean per task is subtracted from each treated seed)."""
+    import numpy as np
+
+    seeds = sorted(set(treated) & set(baseline))
+    if seeds:
+        rows = [(treated[s], baseline[s]) for s in seeds]
+    else:
+        base_tasks = set.intersection(*(set(v) for v in baseline.values())) if baseline else set()
+        base_mean = {t: float(np.mean([baseline[s][t] for s in baseline])) for t in base_tasks}
+        rows = [(treated[s], base_mean) for s in sorted(treated)]
+    tasks = sorted(set.intersection(*(set(a) & set(b) for a, b in rows))) if rows else []
+    empty = {"diff": None, "lo": None, "hi": None, "n_tasks": 0, "n_seeds": len(rows), "level": level}
+    if not tasks:
+        return empty
+    diff = np.array([[a[t] - b[t] for t in tasks] for a, b in rows], dtype=float)
+    means = two_level_bootstrap_means(diff, n_boot, seed)
+    return _percentile_ci(float(diff.mean()), means, level, n_tasks=len(tasks), n_seeds=len(rows),
+                          n_boot=n_boot, resampled="seeds and tasks")  # fmt: skip
+
+
+def two_level_comparisons(
+    scores_of: Mapping[str, Mapping[int, Mapping[str, float]]],
+    baselines: Sequence[str] = ("random", "top1"),
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """For every policy, `two_level_paired_bootstrap` of its ``{seed: {task: score}}`` against
+    each baseline that was run (a baseline is not compared with itself)."""
+    return {
+        name: {
+            f"vs_{base}": two_level_paired_bootstrap(scores, scores_of[base])
+            for base in baselines
+            if base in scores_of and base != name
+        }
+        for name, scores in scores_of.items()
+    }
+
+
+def pool_summaries(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One `summarize` dict for the union of the episodes behind `parts` (disjoint task sets, e.g.
+    one run per split seed), computed exactly from the parts: counts summed, per-task means
+    weighted by tasks, per-decision means by decisions, rates by their numerators and denominators."""
+    n = sum(int(p["n_tasks"]) for p in parts)
+    decisions = sum(int(p.get("decisions") or 0) for p in parts)
+
+    def weighted(key: str, weight: str) -> float | None:
+        pairs = [(p.get(key), float(p.get(weight) or 0)) for p in parts]
+        total = sum(w for v, w in pairs if v is not None)
+        return sum(float(v) * w for v, w in pairs if v is not None) / total if total else None
+
+    out: dict[str, Any] = {
+        "n_tasks": n,
+        "n_solved": sum(int(p["n_solved"]) for p in parts),
+        "score": weighted("score", "n_tasks"),
+        "decision_score": weighted("decision_score", "decisions"),
+        "decisions": decisions,
+        "total_tokens_m": sum(float(p.get("total_tokens_m") or 0.0) for p in parts),
+        "mean_return": weighted("mean_return", "n_tasks"),
+        "selected_uses": sum(int(p.get("selected_uses") or 0) for p in parts),
+        "invalid_actions": sum(int(p.get("invalid_actions") or 0) for p in parts),
+    }
+    out["solve_rate"] = 100.0 * out["n_solved"] / n if n else None
+    for key in RATE_METRICS:
+        rates = [p[key] for p in parts if key in p]
+        if rates:
+            out[key] = Rate(
+                sum(r["numerator"] for r in rates), sum(r["denominator"] for r in rates), rates[0]["per"]
+            ).as_dict()
+    return out
+
+
+def seed_averaged(scores: Mapping[int, Mapping[str, float]]) -> dict[str, float]:
+    """``{seed: {task: value}}`` → each task's value averaged over the seeds that ran it."""
+    sums: dict[str, list[float]] = {}
+    for per_task_values in scores.values():
+        for task, value in per_task_values.items():
+            sums.setdefault(task, []).append(float(value))
+    return {t: sum(v) / len(v) for t, v in sums.items()}

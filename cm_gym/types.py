@@ -69,9 +69,26 @@ def task_digest(tasks: Iterable[Task]) -> str:
     and in ``results.json`` so an edited gold query or prompt never passes for the old one."""
     h = hashlib.sha256()
     for task in tasks:
-        h.update(json.dumps(asdict(task), sort_keys=True, default=str, ensure_ascii=False).encode("utf-8"))
+        data = asdict(task)
+        try:
+            blob = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
+        except TypeError:  # dict keys of mixed types (a test input such as {"a": 1, 5: 2})
+            blob = json.dumps(_str_keys(data), sort_keys=True, default=str, ensure_ascii=False)
+        h.update(blob.encode("utf-8"))
         h.update(b"\n")
     return h.hexdigest()
+
+
+def _str_keys(obj: Any) -> Any:
+    """`obj` with every non-string dict key tagged by its type (``5`` → ``"int:5"``), so keys of
+    mixed types sort, and ``5`` and ``"5"`` stay apart."""
+    if isinstance(obj, dict):
+        return {
+            (k if isinstance(k, str) else f"{type(k).__name__}:{k}"): _str_keys(v) for k, v in obj.items()
+        }
+    if isinstance(obj, (list, tuple)):
+        return [_str_keys(v) for v in obj]
+    return obj
 
 
 @dataclass(frozen=True)

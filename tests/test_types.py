@@ -71,3 +71,20 @@ def test_check_all_uses_check_many_when_offered_and_refuses_a_short_answer() -> 
     assert [o.score for o in check_all(Many(), AgentState(_task()), acts)] == [1.0, 2.0] and Many.batches == 1
     with pytest.raises(CmGymError, match="returned 1 outcomes for 2"):
         check_all(Many(), AgentState(_task(9)), acts)
+
+
+def test_task_digest_takes_dict_keys_of_mixed_types() -> None:
+    """A test input such as HumanEval/95's ``{"p": 1, 5: "b"}`` in a task's meta: one digest, no
+    crash, and it tells ``5`` from ``"5"``; a task without such keys keeps its former digest."""
+    import hashlib
+    import json
+    from dataclasses import asdict
+
+    from cm_gym.types import task_digest
+
+    mixed = Task("t1", "d", "p", "e", "r", meta={"input": {"p": 1, 5: "b"}})
+    as_str = Task("t1", "d", "p", "e", "r", meta={"input": {"p": 1, "5": "b"}})
+    assert task_digest([mixed]) == task_digest([mixed]) != task_digest([as_str])
+    plain = _task()
+    blob = json.dumps(asdict(plain), sort_keys=True, default=str, ensure_ascii=False).encode() + b"\n"
+    assert task_digest([plain]) == hashlib.sha256(blob).hexdigest()

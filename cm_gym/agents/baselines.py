@@ -2,13 +2,17 @@
 
 - `AlwaysSkip`   — never uses memory (the "None" row: the base agent alone).
 - `TopOne`       — always the top-ranked retrieved record (slot 1) when there is one.
+- `TopTwo`       — pair action space only: the two top-ranked records (slot 1, then slot 2) when
+  both exist, else slot 1, else skip.
 - `RandomValid`  — a seeded uniformly random valid action (skip included).
 - `Oracle`       — ANALYSIS-ONLY UPPER BOUND: it *peeks*, evaluating every valid option on a fork
   of the current state through ``env.peek(action)`` and picking the best score. No deployable
   selector can do this; never report it as a method.
 
 All of them read the mask from the observation (`cm_gym.features.mask_from_observation`), accept a
-single observation or a batch, and return ``(actions, None)``.
+single observation or a batch, and return ``(actions, None)``. ``action_space="pairs"`` makes them
+act in the opt-in pair action space (Discrete(17)): `RandomValid` then draws among valid singles
+and pairs, `Oracle` peeks every valid single and pair; `AlwaysSkip` and `TopOne` act as before.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.features import VALIDITY_INDICES, mask_from_observation
+from cm_gym.features import VALIDITY_INDICES, mask_from_observation, n_actions, pair_action
 
 
 class BaselinePolicy:
@@ -26,8 +30,12 @@ class BaselinePolicy:
 
     name: str = "baseline"
 
-    def __init__(self, validity_indices: Sequence[int] = VALIDITY_INDICES) -> None:
+    def __init__(
+        self, validity_indices: Sequence[int] = VALIDITY_INDICES, *, action_space: str = "single"
+    ) -> None:
         self.validity_indices = tuple(validity_indices)
+        n_actions(action_space)  # refuses an unknown action space
+        self.action_space = action_space
 
     def _choose(self, masks: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -42,7 +50,9 @@ class BaselinePolicy:
         """Actions for one observation (returns a 0-d array) or a batch (returns shape (n,))."""
         obs = np.asarray(observation)
         single = obs.ndim == 1
-        masks = mask_from_observation(obs[None] if single else obs, self.validity_indices)
+        masks = mask_from_observation(
+            obs[None] if single else obs, self.validity_indices, pairs=self.action_space == "pairs"
+        )
         actions = self._choose(masks).astype(np.int64)
         return (np.array(actions[0]) if single else actions), None
 
@@ -68,13 +78,35 @@ class TopOne(BaselinePolicy):
         return np.where(masks[:, 1], 1, 0)
 
 
+class TopTwo(BaselinePolicy):
+    """Pair action space: the two top-ranked records, slot 1 then slot 2, when both are valid;
+    else slot 1 alone when valid; else skip."""
+
+    name = "top2"
+
+    def __init__(self, validity_indices: Sequence[int] = VALIDITY_INDICES, *, action_space: str = "pairs"):
+        if action_space != "pairs":
+            raise ValueError("TopTwo acts in the pair action space (action_space='pairs')")
+        super().__init__(validity_indices, action_space=action_space)
+
+    def _choose(self, masks: np.ndarray) -> np.ndarray:
+        pair = pair_action(1, 2)
+        return np.where(masks[:, pair], pair, np.where(masks[:, 1], 1, 0))
+
+
 class RandomValid(BaselinePolicy):
     """A uniformly random valid action (skip included), reproducible from `seed`."""
 
     name = "random"
 
-    def __init__(self, seed: int = 0, validity_indices: Sequence[int] = VALIDITY_INDICES) -> None:
-        super().__init__(validity_indices)
+    def __init__(
+        self,
+        seed: int = 0,
+        validity_indices: Sequence[int] = VALIDITY_INDICES,
+        *,
+        action_space: str = "single",
+    ) -> None:
+        super().__init__(validity_indices, action_space=action_space)
         self.seed = seed
         self.rng = np.random.default_rng(seed)
 
@@ -97,8 +129,10 @@ class Oracle(BaselinePolicy):
 
     name = "oracle"
 
-    def __init__(self, env: Any, validity_indices: Sequence[int] = VALIDITY_INDICES) -> None:
-        super().__init__(validity_indices)
+    def __init__(
+        self, env: Any, validity_indices: Sequence[int] = VALIDITY_INDICES, *, action_space: str = "single"
+    ) -> None:
+        super().__init__(validity_indices, action_space=action_space)
         self.env = env
         self.peeks = 0
 
@@ -128,3 +162,5 @@ BASELINES: dict[str, type[BaselinePolicy]] = {
     "random": RandomValid,
     "oracle": Oracle,
 }
+#: Baselines that exist only in the opt-in pair action space.
+PAIR_BASELINES: dict[str, type[BaselinePolicy]] = {"top2": TopTwo}

@@ -8,7 +8,8 @@
    action's Q in the loss is never masked.
 
 The mask is read from the observation's validity features, so the replay buffer carries it and no
-custom buffer is needed. Defaults are the paper's Table 3 (`TABLE3`).
+custom buffer is needed; in the opt-in pair action space (Discrete(17), `features.PAIR_SLOTS`) a
+pair's validity is derived from its two slots'. Defaults are the paper's Table 3 (`TABLE3`).
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ class MaskedDQN(DQN):
         obs = np.asarray(observation)
         if obs.ndim == 1:
             obs = obs[None]
-        return mask_from_observation(obs, self.policy.validity_indices)
+        return mask_from_observation(obs, self.policy.validity_indices, pairs=self.policy.pairs)
 
     def _random_valid(self, observation: np.ndarray) -> np.ndarray:
         return random_valid_actions(self.action_mask(observation))

@@ -15,7 +15,13 @@ from gymnasium import spaces
 from stable_baselines3.common.type_aliases import PyTorchObs
 from stable_baselines3.dqn.policies import DQNPolicy, QNetwork
 
-from cm_gym.features import VALIDITY_INDICES, ObservationLayoutError, mask_from_observation
+from cm_gym.features import (
+    N_PAIR_ACTIONS,
+    N_SLOTS,
+    VALIDITY_INDICES,
+    ObservationLayoutError,
+    mask_from_observation,
+)
 
 
 def masked_max(q_values: th.Tensor, mask: th.Tensor) -> th.Tensor:
@@ -30,6 +36,15 @@ def masked_argmax(q_values: th.Tensor, mask: th.Tensor) -> th.Tensor:
     return q_values.masked_fill(~mask, float("-inf")).argmax(dim=1)
 
 
+def is_pair_space(action_space: spaces.Space, validity_indices: Sequence[int]) -> bool:
+    """Whether `action_space` is the opt-in pair action space over these slots (Discrete(17))."""
+    return (
+        isinstance(action_space, spaces.Discrete)
+        and int(action_space.n) == N_PAIR_ACTIONS
+        and len(validity_indices) == N_SLOTS
+    )
+
+
 def check_validity_indices(
     observation_space: spaces.Space, action_space: spaces.Space, validity_indices: Sequence[int]
 ) -> tuple[int, ...]:
@@ -39,9 +54,10 @@ def check_validity_indices(
     if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
         raise ObservationLayoutError(f"masked DQN needs a flat Box observation, got {observation_space}")
     idx = tuple(int(i) for i in validity_indices)
-    if len(idx) + 1 != int(action_space.n):
+    if len(idx) + 1 != int(action_space.n) and not is_pair_space(action_space, idx):
         raise ObservationLayoutError(
-            f"{len(idx)} validity features give {len(idx) + 1} actions, action space has {action_space.n}"
+            f"{len(idx)} validity features give {len(idx) + 1} actions (or {N_PAIR_ACTIONS} with pairs "
+            f"of {N_SLOTS} slots), action space has {action_space.n}"
         )
     if idx and max(idx) >= observation_space.shape[0]:
         raise ObservationLayoutError(
@@ -58,10 +74,11 @@ class MaskedQNetwork(QNetwork):
         self.validity_indices = check_validity_indices(
             self.observation_space, self.action_space, validity_indices
         )
+        self.pairs = is_pair_space(self.action_space, self.validity_indices)
 
     def action_mask(self, observation: th.Tensor) -> th.Tensor:
-        """Boolean mask (batch, n_actions) read from the observations."""
-        return mask_from_observation(observation, self.validity_indices)
+        """Boolean mask (batch, n_actions) read from the observations (pair-aware)."""
+        return mask_from_observation(observation, self.validity_indices, pairs=self.pairs)
 
     def _predict(self, observation: PyTorchObs, deterministic: bool = True) -> th.Tensor:
         assert isinstance(observation, th.Tensor)
@@ -97,9 +114,14 @@ class MaskedDQNPolicy(DQNPolicy):
         net_args = self._update_features_extractor(self.net_args, features_extractor=None)
         return MaskedQNetwork(**net_args, validity_indices=self.validity_indices).to(self.device)
 
+    @property
+    def pairs(self) -> bool:
+        """Whether this policy acts in the opt-in pair action space (Discrete(17))."""
+        return is_pair_space(self.action_space, self.validity_indices)
+
     def action_mask(self, observation: th.Tensor) -> th.Tensor:
-        """Boolean mask (batch, n_actions) read from the observations."""
-        return mask_from_observation(observation, self.validity_indices)
+        """Boolean mask (batch, n_actions) read from the observations (pair-aware)."""
+        return mask_from_observation(observation, self.validity_indices, pairs=self.pairs)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 COMMANDS = (
     "build",
     "memory",
+    "env",
     "train",
     "evaluate",
     "run",

@@ -83,10 +83,12 @@ def benchmark_name(text: str) -> str:
 
 
 def llm_spec(text: str) -> str:
-    """argparse type: "simulated", "openai" or "openai:<model>"."""
-    kind = text.partition(":")[0]
-    if kind not in ("simulated", "openai"):
-        raise argparse.ArgumentTypeError(f"expected simulated, openai or openai:<model>, got {text!r}")
+    """argparse type: "simulated", "openai", "openai:<model>" or "recorded:<system>"."""
+    kind, _, rest = text.partition(":")
+    if kind not in ("simulated", "openai", "recorded") or (kind == "recorded" and not rest.strip()):
+        raise argparse.ArgumentTypeError(
+            f"expected simulated, openai, openai:<model> or recorded:<system>, got {text!r}"
+        )
     return text
 
 
@@ -119,7 +121,7 @@ OPTIONS: dict[str, Opt] = {
     "total_decisions": Opt("decisions of selector training per seed", pos_int, metavar="N"),
     "checkpoint_every": Opt("decisions between validation checkpoints", pos_int, metavar="N"),
     "agent": Opt("base agent loop", choices=_choices("cm_gym.agent", "AGENT_KINDS")),
-    "llm": Opt("LLM: simulated | openai | openai:<model>", llm_spec, metavar="SPEC"),
+    "llm": Opt("LLM: simulated | openai | openai:<model> | recorded:<system> (real published drafts)", llm_spec, metavar="SPEC"),
     "llm_seed": Opt("seed of the (simulated) LLM", nonneg_int, metavar="SEED"),
     "llm_cache": Opt("LLM response cache file (default: under $CM_GYM_CACHE)", Path, metavar="FILE"),
     "llm_cache_mode": Opt("rw, ro (replay only: a miss is an error) or off", choices=_choices("cm_gym.llm.factory", "CACHE_MODES")),
@@ -128,6 +130,7 @@ OPTIONS: dict[str, Opt] = {
     "llm_max_tokens": Opt("reply length limit of a real LLM, part of the cache key (default $CM_GYM_LLM_MAX_TOKENS, else 1024)", pos_int, metavar="N"),
     "llm_retries": Opt("re-sends of a failed real LLM call (never of a timed-out one; default $CM_GYM_LLM_RETRIES, else 4)", nonneg_int, metavar="N"),
     "split_seed": Opt("seed of the build / train / eval split", nonneg_int, metavar="SEED"),
+    "split_seeds": Opt("rotate the split (SpiderSQL: the eval databases) over these seeds, one run each, pooled (cm-gym run)", nonneg_int, metavar="SEED"),
     "max_decisions": Opt("decision budget per task", pos_int, metavar="N"),
     "k": Opt("records retrieved per decision (0..4)", slots, metavar="K"),
     "use_conditions": Opt("condition switch: filter retrieval and render records with their condition"),

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cm_gym.cli._args import add_llm_limit_options, llm_limit_kwargs, nonneg_int, pos_int
+from cm_gym.cli._args import add_llm_limit_options, llm_limit_kwargs, llm_spec, nonneg_int, pos_int
 
 
 def _counts(text: str) -> tuple[int, ...]:
@@ -39,7 +39,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--split-seed", type=nonneg_int, default=12345, help="seed of the build/train/eval split")
     p.add_argument("--limit", type=pos_int, default=None, help="only the first N tasks of the split")
-    p.add_argument("--llm", default="simulated", help="LLM spec: simulated | openai[:model]")
+    p.add_argument(
+        "--llm",
+        default="simulated",
+        type=llm_spec,
+        help="LLM spec: simulated | openai[:model] | recorded:<system> (only tasks it has a recording for)",
+    )
     p.add_argument(
         "--llm-cache",
         default=None,
@@ -121,6 +126,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("warning: building on all tasks: do not evaluate on this store's benchmark", file=sys.stderr)
         ids = [t.task_id for t in tasks]
+    if args.llm.startswith("recorded:"):  # tasks without a published output are left out, not simulated
+        from cm_gym.llm.recorded import recorded_task_ids
+
+        covered = set(recorded_task_ids(args.llm, [by_id[i] for i in ids])[0])
+        if len(covered) < len(ids):
+            print(
+                f"{args.llm}: left out {len(ids) - len(covered)} task(s) without a published output",
+                file=sys.stderr,
+            )
+        ids = [i for i in ids if i in covered]
     if args.limit is not None:
         ids = ids[: args.limit]
     chosen = [by_id[i] for i in ids]

@@ -49,7 +49,7 @@ TRAINING_ONLY = (
 
 def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of `cm-gym evaluate` and `python evaluate.py` (training-only ones hidden)."""
-    add_dataclass_args(p, ProtocolConfig)
+    add_dataclass_args(p, ProtocolConfig, skip=("split_seeds",))
     hidden = {"--" + name.replace("_", "-") for name in TRAINING_ONLY}
     for action in p._actions:
         if hidden & set(action.option_strings):

@@ -6,8 +6,8 @@ import argparse
 import time
 from pathlib import Path
 
-from cm_gym.cli._args import add_llm_limit_options
-from cm_gym.experiments import STUDIES, ExperimentConfig, run_experiments
+from cm_gym.cli._args import add_llm_limit_options, llm_spec
+from cm_gym.experiments import EXTRA_STUDIES, STUDIES, ExperimentConfig, run_experiments
 from cm_gym.experiments.runner import BACKENDS
 from cm_gym.quick import quick_mode, say
 
@@ -23,7 +23,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument(
-        "name", nargs="+", choices=("all", *STUDIES), metavar="NAME", help=f"all or {', '.join(STUDIES)}"
+        "name",
+        nargs="+",
+        choices=("all", *STUDIES, *EXTRA_STUDIES),
+        metavar="NAME",
+        help=f"all or {', '.join(STUDIES)}; beyond the paper (not in all): {', '.join(EXTRA_STUDIES)}",
     )
     p.add_argument(
         "--benchmarks", nargs="+", help="registered benchmarks (default: SQL SAT Code; quick: SQL)"
@@ -33,9 +37,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seeds", nargs="+", type=int, help="selector seeds (default 0 1 2 3 4; quick: 0)")
     p.add_argument(
-        "--llm", help="simulated (default) or openai[:model] (an OpenAI-compatible endpoint, cached)"
+        "--llm",
+        type=llm_spec,
+        help="simulated (default), openai[:model] (an OpenAI-compatible endpoint, cached) or "
+        "recorded:<system> (real published drafts)",
     )
     p.add_argument("--llm-seed", type=int, help="seed of the LLM (default 0)")
+    p.add_argument(
+        "--split-seed",
+        type=int,
+        help="seed of the build / train / eval split (default 12345); one run per seed rotates it",
+    )
     p.add_argument(
         "--llm-cache", type=Path, help="LLM response cache file (default for openai: the user cache)"
     )
@@ -83,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         raise ExperimentError("--address joins a Ray cluster: add --backend ray")
     if args.seeds is not None and any(s < 0 for s in args.seeds):
         raise ExperimentError("--seeds must be non-negative integers")
+    if args.split_seed is not None and args.split_seed < 0:
+        raise ExperimentError("--split-seed must be a non-negative integer")
     if not args.quick and quick_mode():  # CM_GYM_QUICK=1 means --quick (`cm_gym.quick`)
         say("cm-gym experiment (as --quick)")
         args.quick = True
@@ -93,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         seeds=tuple(dict.fromkeys(args.seeds)) if args.seeds else None,
         llm=args.llm,
         llm_seed=args.llm_seed,
+        split_seed=args.split_seed,
         llm_cache=args.llm_cache,
         llm_cache_mode=args.llm_cache_mode,
         llm_timeout=args.llm_timeout,

@@ -5,6 +5,7 @@ cm-gym memory show STORE ID            (a unique id prefix is enough)
 cm-gym memory export STORE [--format jsonl] [--out FILE]
 cm-gym memory stats STORE
 cm-gym memory verify SNAPSHOT          (manifest hash + SQLite integrity)
+cm-gym memory reverify STORE --env CHANGED --out NEW   (stale / repairable records; a NEW snapshot)
 """
 
 from __future__ import annotations
@@ -52,6 +53,34 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="ANN index for retrieval (needs cm-gym[ann]); auto: from 20,000 records on",
     )
     q.set_defaults(func=run_freeze)
+    q = msub.add_parser(
+        "reverify",
+        help="re-check every record on a changed environment; write a NEW snapshot (stale ones retired)",
+        description=(
+            "Re-run each record's a-/a+ contrast through the world model on a changed environment and "
+            "mark it valid, repairable (one local edit of a+ restores the improvement: a new record "
+            "replaces it) or stale (retired from retrieval, reason kept). The store is only read; the "
+            "result is a new frozen snapshot OUT and OUT.reverify.json with every verdict."
+        ),
+    )
+    q.add_argument("store", type=Path, help="a frozen snapshot (or a live store, read only)")
+    q.add_argument(
+        "--env",
+        required=True,
+        help="a changed environment folder (`cm-gym env change`), or a benchmark name for its current one",
+    )
+    q.add_argument("--out", type=Path, required=True, help="the new snapshot to write")
+    q.add_argument("--llm", default="simulated", help="LLM for repairs (default simulated; openai[:model])")
+    q.add_argument("--llm-seed", type=int, default=0, help="seed of the LLM (default 0)")
+    q.add_argument("--llm-cache", type=Path, default=None, help="LLM response cache file")
+    q.add_argument("--llm-cache-mode", choices=("rw", "ro", "off"), default="rw", help="response cache mode")
+    q.add_argument("--agent", choices=("react", "reflexion"), default="react", help="prompts' agent kind")
+    q.add_argument(
+        "--K", type=int, default=4, help="alternatives tried per repair (default 4; 0: no repairs)"
+    )
+    q.add_argument("--no-repair", action="store_true", help="only valid / stale, no repair search")
+    q.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    q.set_defaults(func=run_reverify)
 
 
 def _open(path: Path) -> Any:
@@ -100,6 +129,10 @@ def run_show(args: argparse.Namespace) -> int:
         if ev.get(key):
             print(f"  {label:12}{_short(str(ev[key]), 200)}")
     print(f"admission     S_adm = {r.admission_score:.3f}, created #{r.created_order}")
+    status = r.status + (f" ({r.status_reason})" if r.status_reason else "")
+    print(f"freshness     {status}; verified on environment version {r.env_version or 'unknown'}")
+    if r.replaces:
+        print(f"repairs       {r.replaces}")
     print(
         f"reuse         u = {r.u:+.3f}; {r.uses} uses: {r.helpful} helpful, {r.neutral} neutral, "
         f"{r.harmful} harmful (helpful fraction {r.helpful_fraction:.2f})"
@@ -134,6 +167,10 @@ def run_stats(args: argparse.Namespace) -> int:
         f"source tasks  {len({r.source_task_id for r in records})} with records, {len(store.processed_task_ids)} processed"
     )
     print(f"conditions    {conds} conditional, {len(records) - conds} unconditional")
+    retired = sum(1 for r in records if not r.active)
+    if retired or any(r.replaces for r in records):
+        repaired = sum(1 for r in records if r.replaces)
+        print(f"freshness     {retired} retired (never retrieved), {repaired} repaired records")
     if used:
         print(
             f"reuse         {len(used)} records used {sum(r.uses for r in used)} times; "
@@ -203,3 +240,57 @@ def run_freeze(args: argparse.Namespace) -> int:
     side = f"; ANN index {entry['file']} ({entry['bytes'] / 2**20:.1f} MiB)" if entry else ""
     print(f"{args.snapshot}: {len(snap)} records, sha256 {snap.manifest['sha256']}{side}")
     return 0
+
+
+def run_reverify(args: argparse.Namespace) -> int:
+    from cm_gym.domains.environment import load_environment
+    from cm_gym.llm.factory import make_llm
+    from cm_gym.memory.reverify import ReverifyConfig, report_path, reverify_store
+    from cm_gym.registry import get_benchmark, get_domain
+
+    source = _open(args.store)
+    folder = Path(args.env)
+    if folder.exists():
+        env = load_environment(folder)
+        tasks, label, domain_name = list(env.tasks), env.label, env.domain
+    else:
+        spec = get_benchmark(args.env)
+        tasks, label, domain_name = spec.load(), f"{spec.name}:current", spec.domain_name
+    domain = get_domain(domain_name)
+    llm = make_llm(
+        args.llm,
+        seed=args.llm_seed,
+        cache_path=args.llm_cache,
+        cache_mode=args.llm_cache_mode,
+        task_lookup={t.task_id: t for t in tasks},
+    )
+    cfg = ReverifyConfig(K=args.K, repair=not args.no_repair, agent_kind=args.agent)
+    bar = _bar(len(source))
+    summary = reverify_store(
+        source,
+        args.out,
+        tasks,
+        domain,
+        domain.make_evaluator(),
+        llm,
+        cfg,
+        environment=label,
+        overwrite=args.overwrite,
+        progress=(lambda done, total: bar.update(1)) if bar is not None else None,
+    )
+    if bar is not None:
+        bar.close()
+    print(summary.format())
+    print(f"wrote {args.out} ({summary.records_out} records) and {report_path(args.out).name}")
+    return 0
+
+
+def _bar(total: int) -> Any:
+    """A progress bar on stderr (None when CM_GYM_PROGRESS=0)."""
+    import os
+
+    if os.environ.get("CM_GYM_PROGRESS", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="reverify", unit="record", file=sys.stderr, mininterval=1.0)

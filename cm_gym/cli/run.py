@@ -91,10 +91,17 @@ def with_bars(work: Callable[..., R], cfg: Any) -> R:
 
 
 def llm_line(stats: dict) -> str:
-    """One line on what the LLM cost: live calls and tokens vs replies replayed from the cache."""
-    if not stats:
-        return "\nLLM: not cached (the simulated LLM: nothing to pay)"
-    return (
+    """One line on what the LLM cost: live calls and tokens vs replies replayed from the cache;
+    where the LLM marks its replies (recorded:<system>), a line with how many were real."""
+    from cm_gym.llm.replies import format_counts
+
+    replies = format_counts(stats.get("replies")) if stats else ""
+    if replies:
+        replies = "\n" + replies
+    if "mode" not in stats:
+        what = "the recorded LLM: published outputs" if replies else "the simulated LLM"
+        return f"\nLLM: not cached ({what}: nothing to pay)" + replies
+    return replies + (
         f"\nLLM: {stats.get('live_calls', 0):,} live calls ({stats.get('live_tokens', 0):,} tokens); "
         f"{stats.get('hits', 0):,} replies replayed from the cache ({stats.get('tokens_saved', 0):,} tokens "
         f"not spent again); cache mode {stats.get('mode')}"
@@ -114,6 +121,12 @@ def run(args: argparse.Namespace) -> int:
     # with --format json/markdown stdout is the table alone (pipe it); the rest goes to stderr
     info = sys.stdout if args.format == "text" else sys.stderr
     print(llm_line(results.get("llm") or {}), file=info)
+    recorded = results.get("recorded")
+    if recorded:
+        left = ", ".join(f"{n} {side}" for side, n in recorded["excluded"].items() if n) or "none"
+        print(
+            f"recorded:{recorded['system']}: tasks left out for want of a published output: {left}", file=info
+        )
     print(
         f"\nresults: {Path(cfg.out_dir) / 'results.json'}; plots: {', '.join(str(p) for p in plots)}",
         file=info,

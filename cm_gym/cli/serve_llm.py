@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from cm_gym.cli._args import add_llm_limit_options, llm_limit_kwargs
+from cm_gym.cli._args import add_llm_limit_options, llm_limit_kwargs, llm_spec
 from cm_gym.cli.serve_local import add_local_model_options, serve_local_model
 from cm_gym.types import Task
 
@@ -48,7 +48,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--llm",
         default="simulated",
-        help="backend: simulated (default) or openai[:model] (a caching proxy; OPENAI_BASE_URL etc.)",
+        type=llm_spec,
+        help="backend: simulated (default), openai[:model] (a caching proxy; OPENAI_BASE_URL etc.) or "
+        "recorded:<system> (real published drafts, the simulator elsewhere)",
     )
     p.add_argument("--llm-cache", default=None, help="response cache file (default for openai: user cache)")
     p.add_argument("--llm-cache-mode", choices=("rw", "ro", "off"), default="rw", help="response cache mode")
@@ -139,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
         if local
         else f"the simulated LLM (seed {args.seed})"
         if args.llm == "simulated"
+        else f"{args.llm} (real published drafts; simulated elsewhere)"
+        if args.llm.startswith("recorded:")
         else f"{args.llm} (cached proxy)"
     )
     print(f"serving {what} at {server.base_url} for {', '.join(names) or 'no benchmarks'}", flush=True)

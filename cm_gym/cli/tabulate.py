@@ -21,7 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="fill the LLM cache with every call a run can make (then train/evaluate with --llm-cache-mode ro)",
     )
     add_dataclass_args(
-        p, ProtocolConfig, skip=("seeds", "total_decisions", "checkpoint_every", "policies", "tensorboard")
+        p,
+        ProtocolConfig,
+        skip=("seeds", "total_decisions", "checkpoint_every", "policies", "tensorboard", "split_seeds"),
     )
     p.add_argument(
         "--split",

@@ -19,7 +19,7 @@ DESCRIPTION = (
 
 def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of `cm-gym train` and `python train.py`."""
-    add_dataclass_args(p, ProtocolConfig, skip=("policies", "on_masked"))
+    add_dataclass_args(p, ProtocolConfig, skip=("policies", "on_masked", "split_seeds"))
     add_output_options(p, table=False)
     return p
 

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from cm_gym.domains.environment import EnvironmentHooks
 from cm_gym.domains.reply import ActionReading
 from cm_gym.types import Evaluator, Task
 
@@ -210,9 +211,10 @@ def token_diff(a_minus: str, a_plus: str) -> list[tuple[str, str]]:
     return out
 
 
-class Domain(ActionReading, ABC):
+class Domain(ActionReading, EnvironmentHooks, ABC):
     """A benchmark family's world model, edit grammar, conditions and simulated-LLM error model;
-    reading actions out of replies and comparing them comes from `ActionReading`."""
+    reading actions out of replies and comparing them comes from `ActionReading`, content versions
+    and change families from `EnvironmentHooks` (`cm_gym.domains.environment`)."""
 
     #: short, unique, lower-case name stored in every Task and Record ("sql", "sat", ...)
     name: ClassVar[str]
@@ -271,6 +273,19 @@ class Domain(ActionReading, ABC):
         from). Default: the task prompt, then the draft. `state_text` is there for domains whose
         feedback says which part failed."""
         return f"{task.prompt}\n{draft}" if draft else task.prompt
+
+    # -- real recorded outputs (the recorded LLM, `cm_gym.llm.recorded`) ------------------------
+    def recording_key(self, task: Task) -> str | None:
+        """The key under which published outputs of real systems answering `task` are filed
+        (`cm_gym.llm.recordings`: a Spider question, a DafnyBench file, a HumanEval problem), or
+        None when no published output answers this kind of task (the default). Reference-free."""
+        return None
+
+    def recorded_reply(self, task: Task, output: str) -> str:
+        """The reply a published output stands for on `task`. Default: `output` verbatim. A
+        completion-style benchmark whose program is the prompt followed by the output (HumanEval)
+        returns that concatenation, the real text unchanged."""
+        return output
 
     # -- simulated LLM ------------------------------------------------------------------------
     @abstractmethod

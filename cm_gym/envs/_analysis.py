@@ -42,12 +42,14 @@ class AnalysisMixin:
     _agent: Any
     evaluator: Any
     use_conditions: bool
+    action_space_name: str
+    n_actions: int
 
     def peek(self, action: int) -> Outcome:
         """ANALYSIS ONLY (the Oracle baseline): what `action` would score at the current decision,
         evaluated on a fork. Counters, state, observation and store are untouched; with the
         simulated LLM the answer is what `step(action)` would get. A masked action peeks skip."""
-        return self._counterfactual(action_index(action, F.N_ACTIONS)).outcome
+        return self._counterfactual(action_index(action, self.n_actions)).outcome
 
     def check_text(self, text: str) -> Outcome:
         """ANALYSIS ONLY (`cm-gym calibrate`): the world model's outcome for any action text at
@@ -64,10 +66,16 @@ class AnalysisMixin:
     def _counterfactual(self, action: int) -> Counterfactual:
         if self._done or self._state is None:
             raise CmGymError("peek() needs an episode in progress: call reset() first")
-        a = action if 0 <= action < F.N_ACTIONS and self._mask[action] else 0
+        a = action if 0 <= action < self.n_actions and self._mask[action] else 0
+        records = [self._retrieved[j - 1].record for j in F.action_slots(a, self.action_space_name)]
+        views = [record_view(r, show_condition=self.use_conditions) for r in records]
         text, record_id = self._draft, None
-        if a > 0:
-            record = self._retrieved[a - 1].record
-            view = record_view(record, show_condition=self.use_conditions)
-            text, record_id = self._agent.revise(self._state, self._draft, view, Cost()), record.record_id
+        if len(views) == 1:
+            text, record_id = (
+                self._agent.revise(self._state, self._draft, views[0], Cost()),
+                records[0].record_id,
+            )
+        elif len(views) == 2:  # the pair action space
+            text = self._agent.revise_with_records(self._state, self._draft, views, Cost())
+            record_id = "+".join(r.record_id for r in records)
         return Counterfactual(a, record_id, text, self.evaluator.check(self._state.fork(), Action(text)))

@@ -290,16 +290,16 @@ def resolve_llm(
     cache_mode: str = "rw",
     llm_kwargs: Mapping[str, Any] | None = None,
 ) -> LLM:
-    """An LLM instance, or a `make_llm` spec ("simulated", "openai", "openai:<model>") built with
-    `llm_kwargs` (e.g. the simulator's ``revision_rates``), behind the response cache: always for
-    a non-simulated spec (`cache` or the default file), and for an instance or the simulator when
-    `cache` is given (`cm_gym.llm.factory.make_llm`)."""
+    """An LLM instance, or a `make_llm` spec ("simulated", "openai[:<model>]", "recorded:<system>")
+    built with `llm_kwargs` (e.g. the simulator's ``revision_rates``), behind the response cache:
+    always for an endpoint (`cache` or the default file), and for an instance, the simulator or
+    the recorded LLM when `cache` is given (`cm_gym.llm.factory.make_llm`)."""
     from cm_gym.llm.factory import make_llm, with_cache
 
     extra = dict(llm_kwargs or {})
     if isinstance(llm, str):
         lookup = {t.task_id: t for t in tasks}
-        if llm.startswith("simulated"):
+        if llm.startswith(("simulated", "recorded")):
             return make_llm(
                 llm, seed=seed, task_lookup=lookup, cache_path=cache, cache_mode=cache_mode, **extra
             )
@@ -333,4 +333,8 @@ def _not_a_store(path: Path) -> str:
             conn.close()
     except sqlite3.Error as exc:
         return f"an unreadable SQLite file: {exc}"
-    return "" if {"meta", "records"} <= tables else "an SQLite file without a record store's tables"
+    if {"meta", "records"} <= tables:
+        return ""
+    if not tables and Path(f"{path}-wal").exists():
+        return ""  # a live store in WAL mode keeps its tables in the log until a checkpoint
+    return "an SQLite file without a record store's tables"

@@ -41,6 +41,7 @@ class ObservationMixin:
     retrieval: str
     k: int
     obs_layout: str
+    action_space_name: str
     max_decisions: int
     max_evaluator_calls: int
     token_budget: int
@@ -80,7 +81,7 @@ class ObservationMixin:
         self._obs = F.build_observation(
             state_embedding, draft_embedding, slots, self._budget(), extras, self.obs_layout
         )
-        self._mask = F.mask_for(len(slots))
+        self._mask = F.mask_for(len(slots), self.action_space_name)
         t3 = clock()
         timings.add("features", (t1 - t0) + (t3 - t2))
         timings.add("retrieval", t2 - t1)
@@ -104,4 +105,4 @@ class ObservationMixin:
         assert self._task is not None
         state = self.embedder.embed_one(query_text(self._task, self._state.render()))
         self._obs = F.build_observation(state, None, [], self._budget(), [], self.obs_layout)
-        self._mask = F.mask_for(0)
+        self._mask = F.mask_for(0, self.action_space_name)

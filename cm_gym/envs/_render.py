@@ -59,3 +59,33 @@ def text_frame(text: str) -> np.ndarray:
     for row, line in enumerate(lines):
         draw.text((MARGIN, MARGIN + row * line_h), _printable(line), font=_font(), fill=FOREGROUND)
     return np.asarray(image, dtype=np.uint8).copy()
+
+
+class RenderMixin:
+    """`MemorySelectionEnv.render`: the decision as text (``"ansi"``) or as an RGB frame of that
+    text (``"rgb_array"``)."""
+
+    render_mode: str | None
+    _task: Any
+    _decisions: int
+    max_decisions: int
+    _draft: str
+    _retrieved: list[Any]
+
+    def render(self) -> str | np.ndarray | None:
+        """The decision as text (``"ansi"``) or as an RGB frame of that text (``"rgb_array"``)."""
+        if self.render_mode is None:
+            import gymnasium as gym
+
+            gym.logger.warn("render() called with render_mode=None: pass render_mode='ansi' or 'rgb_array'")
+            return None
+        lines = [
+            f"task {self._task.task_id if self._task else '-'} decision {self._decisions}/{self.max_decisions}"
+        ]
+        lines.append(f"draft: {self._draft}")
+        for j, r in enumerate(self._retrieved, start=1):
+            lines.append(f"slot {j}: {r.record.record_id} rel={r.relevance:.3f} u={r.record.u:+.2f}")
+        text = "\n".join(lines)
+        if self.render_mode == "ansi":
+            return text
+        return text_frame(text)

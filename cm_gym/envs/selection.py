@@ -14,6 +14,7 @@ import numpy as np
 
 from cm_gym import features as F
 from cm_gym.agent import REUSE_LABEL_RULES, BaseAgent, Cost, reuse_label
+from cm_gym.domains.environment import environment_versions
 from cm_gym.envs._actions import InvalidActionError, action_index
 from cm_gym.envs._analysis import AnalysisMixin
 from cm_gym.envs._loading import (
@@ -29,6 +30,7 @@ from cm_gym.envs._loading import (
 from cm_gym.envs._observation import ObservationMixin
 from cm_gym.envs._pickling import RebuildOnUnpickle
 from cm_gym.envs._profiling import TimedEvaluator, TimedLLM, Timings
+from cm_gym.envs._render import RenderMixin
 from cm_gym.llm.base import LLM
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.retrieval import Retriever, record_view
@@ -39,7 +41,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["InvalidActionError", "MemorySelectionEnv"]
 
 
-class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]):
+class MemorySelectionEnv(
+    ObservationMixin, AnalysisMixin, RenderMixin, RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]
+):
     """Selector environment of CounterMem (paper Section 3.4, Appendix C; SPEC §4).
 
     ## Description
@@ -75,6 +79,13 @@ class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym
     A masked in-range action runs as skip with ``info["invalid_action"] = True``
     (``strict_actions=True`` raises `InvalidActionError`). A non-integer or out-of-range action
     (7, −1, 1.5, "1", nan, ``True``, arrays of size ≠ 1) raises it in every mode (`envs._actions`).
+
+    With ``action_space="pairs"`` (opt-in, **beyond the paper**: App. A's "combining multiple
+    verified records") it is ``Discrete(17)``: 0 = skip, 1..4 = one slot, 5..16 = the ordered slot
+    pairs of `features.PAIR_SLOTS` — the LLM revises with both records (REVISE_WITH_RECORDS). A
+    pair is valid when both slots are; the mask has 17 entries, derived from the same validity
+    features (the observation stays the 98 dims). ``info["pair_use"]`` marks a pair decision and
+    ``info["record_id"]`` joins the two ids with "+".
 
     ## Rendering and pickling
 
@@ -126,6 +137,10 @@ class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym
       or the reward — and ``info["reuse_label"]`` is +1 / 0 / −1 as the executed action scored
       better / the same / worse, ``info["draft_score"]`` its score; "paper": Appendix B.3's rule
       (against the previous attempt).
+    - ``action_space``: "single" (default, the paper's Discrete(5)) or "pairs" (see above).
+    - ``check_env_versions`` (True): retrieval never offers a record verified against another
+      content version of its environment than the one this env's tasks have
+      (`cm_gym.memory.freshness`); retired records are never offered either way.
     - ``llm_kwargs``: extra keyword arguments for a spec-built LLM (`cm_gym.llm.factory.make_llm`),
       e.g. ``{"revision_rates": "rates.json"}`` for the simulator (`cm-gym calibrate`).
     - ``llm_timeout`` (s), ``llm_max_tokens``, ``llm_retries``, ``llm_concurrency``: the client
@@ -161,6 +176,8 @@ class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym
         llm_kwargs: Mapping[str, Any] | None = None,
         reuse_label_rule: str = "draft",
         obs_layout: str = "paper",
+        action_space: str = "single",
+        check_env_versions: bool = True,
         profile: bool = False,
         render_mode: str | None = None,
         data: str | Path | None = None,
@@ -217,6 +234,9 @@ class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym
             raise EnvConfigError(f"obs_layout must be one of {F.OBS_LAYOUTS}, got {obs_layout!r}")
         self.obs_layout = obs_layout
         self.obs_dim = F.obs_dim(obs_layout)
+        if action_space not in F.ACTION_SPACES:
+            raise EnvConfigError(f"action_space must be one of {F.ACTION_SPACES}, got {action_space!r}")
+        self.action_space_name, self.n_actions = action_space, F.n_actions(action_space)
         limits = client_limits(llm, llm_timeout, llm_max_tokens, llm_retries, llm_concurrency)
         self.llm = resolve_llm(
             llm,
@@ -238,9 +258,10 @@ class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym
             mode=retrieval,
             seed=retrieval_seed,
             embedder=self.embedder,
+            env_versions=environment_versions(self.domain, self.tasks) if check_env_versions else None,
         )
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, (self.obs_dim,), np.float32)
-        self.action_space = gym.spaces.Discrete(F.N_ACTIONS)
+        self.action_space = gym.spaces.Discrete(self.n_actions)
         self._cursor = 0
         self._task: Task | None = None
         self._state: AgentState | None = None
@@ -253,7 +274,7 @@ class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym
         self._draft = ""
         self._draft_cost = Cost()
         self._retrieved: list[Any] = []
-        self._mask = F.mask_for(0)
+        self._mask = F.mask_for(0, self.action_space_name)
         self._obs = np.zeros(self.obs_dim, dtype=np.float32)
         self._shown: set[str] = set()  # records used at earlier decisions of this episode
 
@@ -298,13 +319,14 @@ class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym
         return self._obs.copy(), self._base_info()
 
     def action_masks(self) -> np.ndarray:
-        """The current mask ``[True, valid_1, …, valid_4]`` (sb3-contrib's MaskablePPO reads it)."""
+        """The current mask ``[True, valid_1, …, valid_4]`` (sb3-contrib's MaskablePPO reads it);
+        17 entries in the pair action space."""
         return self._mask.copy()
 
     def _resolve_action(self, action: Any) -> tuple[int, bool]:
         """(action to run, whether it was masked). A non-integer or out-of-range action raises in
         every mode; a masked in-range one runs as skip unless `strict_actions`."""
-        a = action_index(action, F.N_ACTIONS)
+        a = action_index(action, self.n_actions)
         if self._mask[a]:
             return a, False
         if self.strict_actions:
@@ -325,12 +347,14 @@ class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym
     def _step(self, a: int, invalid: bool) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         assert self._state is not None
         retrieved, draft, before = self._retrieved, self._draft, self._state
-        record = retrieved[a - 1].record if a > 0 else None
-        view = record_view(record, show_condition=self.use_conditions) if record is not None else None
+        records = [retrieved[j - 1].record for j in F.action_slots(a, self.action_space_name)]
+        views = [record_view(r, show_condition=self.use_conditions) for r in records]
         previous_score = self._state.last_score if self._state.attempts else None
-        decision = self._agent.decide(self._state, view, draft=draft)
-        if record is not None:
-            self._shown.add(record.record_id)
+        if len(views) == 2:  # the opt-in pair action space: REVISE_WITH_RECORDS
+            decision = self._agent.decide_with_records(self._state, views, draft=draft)
+        else:
+            decision = self._agent.decide(self._state, views[0] if views else None, draft=draft)
+        self._shown.update(r.record_id for r in records)
         cost = Cost()
         cost.add(self._draft_cost)
         cost.add(decision.cost)
@@ -376,6 +400,7 @@ class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym
             draft=draft,
             action=decision.action,
             selected=a,
+            pair_use=len(records) == 2,
             invalid_action=invalid,
             draft_score=draft_score,
             budget_exhausted=exhausted and not solved,
@@ -389,24 +414,6 @@ class MemorySelectionEnv(ObservationMixin, AnalysisMixin, RebuildOnUnpickle, gym
             },
         )
         return self._obs.copy(), float(reward), terminated, False, info
-
-    def render(self) -> str | np.ndarray | None:
-        """The decision as text (``"ansi"``) or as an RGB frame of that text (``"rgb_array"``)."""
-        if self.render_mode is None:
-            gym.logger.warn("render() called with render_mode=None: pass render_mode='ansi' or 'rgb_array'")
-            return None
-        lines = [
-            f"task {self._task.task_id if self._task else '-'} decision {self._decisions}/{self.max_decisions}"
-        ]
-        lines.append(f"draft: {self._draft}")
-        for j, r in enumerate(self._retrieved, start=1):
-            lines.append(f"slot {j}: {r.record.record_id} rel={r.relevance:.3f} u={r.record.u:+.2f}")
-        text = "\n".join(lines)
-        if self.render_mode == "ansi":
-            return text
-        from cm_gym.envs._render import text_frame
-
-        return text_frame(text)
 
     @property
     def store_path(self) -> Path:

@@ -22,10 +22,14 @@ logger = logging.getLogger(__name__)
 
 #: Study names, in the order ``all`` runs them (shared units are computed once).
 STUDIES = ("table1", "accumulation", "retention", "transfer", "ablations", "budget", "rescue")
+#: Studies beyond the paper (App. A's future work), run by name only, never by ``all``:
+#: stale records after environment changes, and two records at one decision.
+EXTRA_STUDIES = ("staleness", "combine")
 
 __all__ = [
     "FULL",
     "QUICK",
+    "EXTRA_STUDIES",
     "STUDIES",
     "ExperimentConfig",
     "ExperimentError",
@@ -44,9 +48,11 @@ def run_experiments(
     from cm_gym.experiments.common import Study
 
     wanted = list(STUDIES) if "all" in names else list(dict.fromkeys(names))
-    unknown = [n for n in wanted if n not in STUDIES]
+    unknown = [n for n in wanted if n not in STUDIES + EXTRA_STUDIES]
     if unknown:
-        raise ExperimentError(f"unknown experiment(s) {unknown}; choose from: all, {', '.join(STUDIES)}")
+        raise ExperimentError(
+            f"unknown experiment(s) {unknown}; choose from: all, {', '.join(STUDIES + EXTRA_STUDIES)}"
+        )
     runner = Runner(
         cfg.results_dir, backend or make_backend(cfg.workers, cfg.backend, cfg.address), progress=cfg.progress
     )

@@ -212,13 +212,16 @@ def _directions(study: Study, b: str, a: str, r: dict, calls: dict) -> list:
     ]
     c_none, c_unv, c_full = (calls[m].value for m in ("none", "cf_without_wm", "matched"))
     if None not in (c_none, c_unv, c_full):
-        ok = c_unv > c_none and c_full < c_none  # type: ignore[operator]
+        # paired ratio CIs: unverified − none, and none − full
+        more = study.paired_rate(r["none"], r["cf_without_wm"], "evaluator_calls", "solved")
+        fewer = study.paired_rate(r["matched"], r["none"], "evaluator_calls", "solved")
         out.append(
             Direction(
                 f"{b}·{a}: unverified advice costs more calls per solved task than the base agent, the full method fewer",
                 "10.4 / 9.9 vs 9.6 / 9.1; full 7.0 / 8.4",
-                f"CF without WM {c_unv:.2f}, None {c_none:.2f}, full {c_full:.2f}",
-                "reproduced" if ok else "not reproduced",
+                f"CF without WM {c_unv:.2f}, None {c_none:.2f}, full {c_full:.2f}; "
+                f"CF without WM − None {fmt_est(more, '{:+.2f}')}, None − full {fmt_est(fewer, '{:+.2f}')}",
+                verdict_all([verdict_positive(more), verdict_positive(fewer)]),
             )
         )
     shuffled = study.paired(r["no_retrieval"], r["shuffled"])

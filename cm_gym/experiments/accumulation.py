@@ -16,9 +16,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from cm_gym.experiments.common import Study, per_task_mean, sd
-from cm_gym.experiments.reporting import Cell, Direction, Report, Table, line_plot
-from cm_gym.experiments.stats import Estimate
+from cm_gym.experiments.common import Study, episode_runs, per_task_mean, sd
+from cm_gym.experiments.reporting import (
+    Cell,
+    Direction,
+    Report,
+    Table,
+    fmt_est,
+    line_plot,
+    verdict_all,
+    verdict_positive,
+)
+from cm_gym.experiments.stats import Estimate, paired_two_level, per_task, two_level_ci
 
 NAME = "accumulation"
 TITLE = "Fig. 2a–c: accumulating source tasks"
@@ -90,6 +99,7 @@ def run(study: Study) -> Report:
     for b in cfg.benchmarks:
         ckpts, earlier, first_cover = meta[b]
         curves = {m: {"score": [], "tokens": [], "loss": []} for m in METHODS}
+        units: dict[tuple[str, int, str], list[dict[str, float]]] = {}  # per ordering, per task
         table = Table(
             f"{b} ({agent}): held-out score, memory tokens per task and loss on the first {earlier} source tasks, "
             f"mean over {z.orderings} orderings (± sd in report.json)",
@@ -98,6 +108,19 @@ def run(study: Study) -> Report:
         for m in METHODS:
             score_rows, tok_rows, loss_rows = [], [], []
             for c in ckpts:
+                units[(m, c, "score")] = [
+                    per_task(episode_runs(res[(b, o, c, m, "eval")]), "score", 100.0)
+                    for o in range(z.orderings)
+                ]
+                units[(m, c, "tokens")] = [
+                    per_task(episode_runs(res[(b, o, c, m, "eval")]), "memory_tokens")
+                    for o in range(z.orderings)
+                ]
+                if first_cover is not None and c >= first_cover:
+                    units[(m, c, "early")] = [
+                        per_task(episode_runs(res[(b, o, c, m, "early")]), "score", 100.0)
+                        for o in range(z.orderings)
+                    ]
                 scores = [study.score(res[(b, o, c, m, "eval")]).value for o in range(z.orderings)]
                 toks = [
                     per_task_mean(res[(b, o, c, m, "eval")], "memory_tokens", resamples=0).value
@@ -141,7 +164,7 @@ def run(study: Study) -> Report:
                     )
                 )
             )
-        dirs += _directions(b, ckpts, curves)
+        dirs += _directions(b, ckpts, first_cover, curves, units, cfg.bootstrap)
     report = Report(
         NAME,
         TITLE,
@@ -159,55 +182,82 @@ def run(study: Study) -> Report:
     return report
 
 
-def _directions(b: str, ckpts: list[int], curves: dict) -> list[Direction]:
+def _directions(
+    b: str,
+    ckpts: list[int],
+    first_cover: int | None,
+    curves: dict,
+    units: dict[tuple[str, int, str], list[dict[str, float]]],
+    resamples: int = 2000,
+) -> list[Direction]:
+    """The four Fig. 2 directions, each decided by two-level bootstrap CIs (orderings, then
+    tasks) of paired differences between checkpoints — never by the curves' point values."""
+
+    def diff(m: str, c0: int, c1: int, key: str = "score") -> Estimate:  # value at c1 − value at c0
+        return paired_two_level(units[(m, c0, key)], units[(m, c1, key)], resamples)
+
+    first, last = ckpts[0], ckpts[-1]
     cm = [v for v, _ in curves["countermem"]["score"]]
     rb = [v for v, _ in curves["reasoningbank"]["score"]]
-    cm_sd = max([s for _, s in curves["countermem"]["score"]] + [0.0])
-    rises = cm[-1] - cm[0]
-    peak = int(np.argmax(rb))
-    rb_rise_fall = 0 < peak < len(rb) - 1 and rb[peak] > rb[0] and rb[peak] > rb[-1]
+    rise = diff("countermem", first, last)
+    steps = [diff("countermem", c0, c1) for c0, c1 in zip(ckpts, ckpts[1:], strict=False)]
+    rising = verdict_positive(rise)
+    if rising != "not measured" and any(e.hi is not None and e.hi < 0 for e in steps):
+        rising = "not reproduced"  # a significant drop between two checkpoints
     out = [
         Direction(
             f"{b}: CounterMem's held-out score keeps rising with more source tasks",
             "rises across 0→200 (no numbers given)",
-            " → ".join(f"{v:.1f}" for v in cm),
-            "reproduced"
-            if rises > cm_sd and all(x <= y + cm_sd for x, y in zip(cm, cm[1:], strict=False))
-            else ("not reproduced" if rises < -cm_sd else "inconclusive"),
-        ),
+            " → ".join(f"{v:.1f}" for v in cm) + f"; last − first {fmt_est(rise)} pp",
+            rising,
+        )
+    ]
+    inner = list(range(1, len(ckpts) - 1))
+    if inner:
+        peak = ckpts[max(inner, key=lambda i: rb[i])]
+        up, down = diff("reasoningbank", first, peak), diff("reasoningbank", last, peak)
+        shape = verdict_all([verdict_positive(up), verdict_positive(down)])
+        ours = f"peak at {peak}: peak − first {fmt_est(up)}, peak − last {fmt_est(down)} pp"
+    else:
+        shape, ours = "not measured", "fewer than three checkpoints"
+    out.append(
         Direction(
             f"{b}: ReasoningBank's held-out score first rises, then falls",
             "rises then falls (no numbers given)",
-            " → ".join(f"{v:.1f}" for v in rb),
-            "reproduced" if rb_rise_fall else "not reproduced",
-        ),
-    ]
-    toks = {m: [v for v, _ in curves[m]["tokens"]] for m in curves}
+            " → ".join(f"{v:.1f}" for v in rb) + f"; {ours}",
+            shape,
+        )
+    )
+    toks = {m: diff(m, first, last, "tokens") for m in curves}
     out.append(
         Direction(
             f"{b}: memory (retrieval and context) tokens per task rise for both",
             "rise for both (no numbers given)",
-            "; ".join(f"{LABEL[m]}: " + " → ".join(f"{v:.0f}" for v in toks[m]) for m in toks),
-            "reproduced" if all(t[-1] > t[0] for t in toks.values()) else "not reproduced",
+            "; ".join(f"{LABEL[m]}: last − first {fmt_est(e, '{:+.0f}')}" for m, e in toks.items()),
+            verdict_all([verdict_positive(e) for e in toks.values()]),
         )
     )
-    losses = {m: [v for v, _ in curves[m]["loss"]] for m in curves}
-    later = [i for i, v in enumerate(losses["countermem"]) if not np.isnan(v)][1:]
+    later = [c for c in ckpts if first_cover is not None and c > first_cover]
     if later:
-        cm_l, rb_l = [losses["countermem"][i] for i in later], [losses["reasoningbank"][i] for i in later]
-        verdict = (
-            "reproduced"
-            if all(c < r for c, r in zip(cm_l, rb_l, strict=True))
-            else "not reproduced"
-            if any(c > r for c, r in zip(cm_l, rb_l, strict=True))
-            else "inconclusive"
-        )
+        less = {c: _less_loss(units, first_cover, c, resamples) for c in later}  # type: ignore[arg-type]
         out.append(
             Direction(
                 f"{b}: CounterMem loses less on earlier tasks than ReasoningBank at every later checkpoint",
                 "less loss at each nonzero checkpoint (no numbers given)",
-                "; ".join(f"{LABEL[m]}: " + ", ".join(f"{losses[m][i]:+.1f}" for i in later) for m in losses),
-                verdict,
+                "; ".join(f"at {c}: RB loss − CF loss {fmt_est(e)} pp" for c, e in less.items()),
+                verdict_all([verdict_positive(e) for e in less.values()]),
             )
         )
     return out
+
+
+def _less_loss(units: dict, ref: int, c: int, resamples: int) -> Estimate:
+    """(RB's loss − CF's loss) on the earlier tasks at checkpoint `c`, per ordering and task:
+    loss = score at the first covering checkpoint `ref` − score at `c`."""
+    per_ordering = []
+    for rb0, rb1, cm0, cm1 in zip(
+        *(units[(m, k, "early")] for m in ("reasoningbank", "countermem") for k in (ref, c)), strict=True
+    ):
+        common = set(rb0) & set(rb1) & set(cm0) & set(cm1)
+        per_ordering.append({t: (rb0[t] - rb1[t]) - (cm0[t] - cm1[t]) for t in common})
+    return two_level_ci(per_ordering, resamples)

@@ -15,7 +15,16 @@ from __future__ import annotations
 
 from cm_gym.experiments import paper
 from cm_gym.experiments.common import Study, episode_runs
-from cm_gym.experiments.reporting import Cell, Direction, Report, Table, bar_plot, fmt_est, verdict_positive
+from cm_gym.experiments.reporting import (
+    Cell,
+    Direction,
+    Report,
+    Table,
+    bar_plot,
+    fmt_est,
+    verdict_all,
+    verdict_positive,
+)
 from cm_gym.experiments.stats import Estimate, per_task
 from cm_gym.experiments.table1 import domain_of
 from cm_gym.experiments.targets import classify
@@ -77,22 +86,7 @@ def run(study: Study) -> Report:
                 )
             )
             data[f"{b}/{m}"] = {"rescued": resc, "broken": brk, "net": net, "n": n}
-        diff = study.paired(res[(b, "reasoningbank")], res[(b, "countermem")], key="solved")
-        dirs.append(
-            Direction(
-                f"{b}: CF Memory's net (rescued − broken) is positive and above ReasoningBank's",
-                f"CF {paper.RESCUE_NET['countermem'].get(dom, '—')} vs RB {paper.RESCUE_NET['reasoningbank'].get(dom, '—')} per 120 ({dom})",
-                f"CF net {nets[(b, 'countermem')].value:+.1f}, RB net {nets[(b, 'reasoningbank')].value:+.1f} per 120; "
-                f"CF − RB solve rate {fmt_est(diff, '{:+.3f}')}",
-                "reproduced"
-                if (nets[(b, "countermem")].value or 0) > 0 and verdict_positive(diff) == "reproduced"
-                else (
-                    "not reproduced"
-                    if verdict_positive(diff) == "not reproduced" or (nets[(b, "countermem")].value or 0) <= 0
-                    else "inconclusive"
-                ),
-            )
-        )
+        dirs.append(net_direction(study, res, b, dom, nets))
         tasks, split = p.tasks(b), p.split(b)
         records = FrozenStore.open(res[(b, "store")][0].path("snapshot")).records
         look = classify(
@@ -162,3 +156,21 @@ def run(study: Study) -> Report:
         "the memory-free draft (SPEC §3, amended)."
     )
     return report
+
+
+def net_direction(study: Study, res: dict, b: str, dom: str, nets: dict) -> Direction:
+    """Fig. 8a's direction, decided by paired CIs of the solve rate: CF − None (the net per task)
+    and CF − ReasoningBank, both above 0 — never by the nets' point values."""
+    diff = study.paired(res[(b, "reasoningbank")], res[(b, "countermem")], key="solved")
+    net_cf = study.paired(res[(b, "none")], res[(b, "countermem")], key="solved")
+    shown = " ".join(
+        f"{name} net {v:+.1f}," if (v := nets[(b, m)].value) is not None else f"{name} net —,"
+        for name, m in (("CF", "countermem"), ("RB", "reasoningbank"))
+    )
+    return Direction(
+        f"{b}: CF Memory's net (rescued − broken) is positive and above ReasoningBank's",
+        f"CF {paper.RESCUE_NET['countermem'].get(dom, '—')} vs RB {paper.RESCUE_NET['reasoningbank'].get(dom, '—')} per 120 ({dom})",
+        f"{shown.rstrip(',')} per 120; CF − None solve rate {fmt_est(net_cf, '{:+.3f}')}; "
+        f"CF − RB solve rate {fmt_est(diff, '{:+.3f}')}",
+        verdict_all([verdict_positive(net_cf), verdict_positive(diff)]),
+    )

@@ -3,9 +3,10 @@
 SPEC §8: every comparison of two policies reports a paired bootstrap CI over tasks, seeds averaged
 per task. `per_task` averages each task's value over the seeds (runs) that have it; `mean_ci` is
 the percentile bootstrap of a mean over tasks; `paired_ci` the percentile bootstrap of the mean
-per-task difference over the tasks both sides ran. Resampling is seeded, so a report is
-reproducible. (When `cm_gym.metrics` gains its own paired-bootstrap functions, reports should
-use those; this module keeps the experiment side's contract in one place.)
+per-task difference over the tasks both sides ran. `two_level_ci` / `paired_two_level` resample
+an upper level too (orderings, seeds: `cm_gym.metrics.two_level_bootstrap_means`), for
+directions whose replication unit is above the task. Resampling is seeded, so a report is
+reproducible.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.metrics import bootstrap_means
+from cm_gym.metrics import bootstrap_means, two_level_bootstrap_means
 
 
 @dataclass(frozen=True)
@@ -51,12 +52,13 @@ def per_task(
 def mean_ci(
     values: Mapping[str, float] | Sequence[float], resamples: int = 2000, seed: int = 0, level: float = 0.95
 ) -> Estimate:
-    """Mean over tasks with a percentile-bootstrap CI."""
+    """Mean over tasks with a percentile-bootstrap CI (none — lo and hi None — for one task or
+    no resamples: then no verdict can be reproduced or refuted on it)."""
     arr = np.asarray(list(values.values()) if isinstance(values, Mapping) else list(values), dtype=np.float64)
     if arr.size == 0:
         return Estimate(None)
-    if arr.size == 1 or resamples <= 0:
-        return Estimate(float(arr.mean()), float(arr.mean()), float(arr.mean()), int(arr.size))
+    if arr.size == 1 or resamples <= 0:  # no interval: a verdict must not rest on a point value
+        return Estimate(float(arr.mean()), None, None, int(arr.size))
     means = bootstrap_means(arr, resamples, seed)
     a = (1.0 - level) / 2.0
     return Estimate(
@@ -85,3 +87,35 @@ def ratio_of_sums(episodes: Sequence[Mapping[str, Any]], num: str, den: str) -> 
 def seed_mean(values: Sequence[float | None]) -> float | None:
     clean = [v for v in values if v is not None]
     return float(np.mean(clean)) if clean else None
+
+
+def two_level_ci(
+    units: Sequence[Mapping[str, float]], resamples: int = 2000, seed: int = 0, level: float = 0.95
+) -> Estimate:
+    """Mean over units (orderings, seeds) and the tasks every unit has, with a two-level
+    percentile-bootstrap CI (units with replacement, then tasks with replacement); `n` = tasks."""
+    units = [u for u in units if u]
+    tasks = sorted(set.intersection(*(set(u) for u in units))) if units else []
+    if not tasks:
+        return Estimate(None)
+    arr = np.array([[u[t] for t in tasks] for u in units], dtype=np.float64)
+    if resamples <= 0 or arr.size == 1:
+        return Estimate(float(arr.mean()), None, None, len(tasks))
+    means = two_level_bootstrap_means(arr, resamples, seed)
+    a = (1.0 - level) / 2.0
+    return Estimate(
+        float(arr.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1 - a)), len(tasks)
+    )
+
+
+def paired_two_level(
+    base: Sequence[Mapping[str, float]],
+    treated: Sequence[Mapping[str, float]],
+    resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> Estimate:
+    """treated − base per unit (paired by position: the same ordering or seed) and task, with
+    `two_level_ci`."""
+    diffs = [{t: tr[t] - b[t] for t in set(b) & set(tr)} for b, tr in zip(base, treated, strict=True)]
+    return two_level_ci(diffs, resamples, seed, level)

@@ -190,17 +190,17 @@ def directions(study: Study, runs: dict) -> list[Direction]:
         )
         for a in cfg.agents
     }
-    more_tokens = all(bon > cf for bon, cf in tok.values())
-    v = verdict_all([verdict_positive(g) for g in bon_gap.values()])
+    more = {a: _mean_gain(study, runs, a, "countermem", "best_of_n", key="tokens") for a in cfg.agents}
     out.append(
         Direction(
             "Best-of-N spends more task-run tokens than CF Memory and scores lower",
             f"{paper.BEST_OF_N_TOKENS[0]}–{paper.BEST_OF_N_TOKENS[1]} M vs {paper.CF_TOKENS[0]}–{paper.CF_TOKENS[1]} M; lower in every group",
             "; ".join(
-                f"{a}: tokens {tok[a][0]:.3f} vs {tok[a][1]:.3f} M, CF − BoN {fmt_est(bon_gap[a])} pp"
+                f"{a}: tokens {tok[a][0]:.3f} vs {tok[a][1]:.3f} M (BoN − CF per task {fmt_est(more[a], '{:+.0f}')}), "
+                f"CF − BoN {fmt_est(bon_gap[a])} pp"
                 for a in cfg.agents
             ),
-            v if more_tokens else ("not reproduced" if v != "not measured" else v),
+            verdict_all([verdict_positive(e) for e in (*more.values(), *bon_gap.values())]),
         )
     )
     best = {}

@@ -162,7 +162,7 @@ def _directions(study: Study, b: str, res: dict, tg: object) -> list[Direction]:
         a, n = study.score(cm, same), study.score(cm, new)
         gap = (
             Estimate(a.value - n.value, a.lo - n.hi, a.hi - n.lo, a.n + n.n)
-            if a.value is not None and n.value is not None
+            if None not in (a.value, n.value, a.lo, a.hi, n.lo, n.hi)
             else None
         )
         out.append(

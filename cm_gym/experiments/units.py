@@ -52,6 +52,22 @@ def data_version(benchmark: str) -> str:
     return h.hexdigest()[:16]
 
 
+def tasks_for(p: Mapping[str, Any], key: str, inputs: Mapping[str, UnitResult]) -> list[Task]:
+    """The tasks `p[key]` names: from the ``env`` input (a changed environment, `units_change`)
+    when the unit has one, else from the benchmark."""
+    if "env" not in inputs:
+        return tasks_of(p, key)
+    from cm_gym.domains.environment import load_environment
+
+    by_id = {t.task_id: t for t in load_environment(inputs["env"].path("env")).tasks}
+    missing = [i for i in p[key] if i not in by_id]
+    if missing:
+        raise ExperimentError(
+            f"{len(missing)} task id(s) of {key} are not in the changed environment: {missing[:3]}"
+        )
+    return [by_id[i] for i in p[key]]
+
+
 def tasks_of(p: Mapping[str, Any], key: str) -> list[Task]:
     by_id = benchmark_tasks(p["benchmark"])
     missing = [i for i in p[key] if i not in by_id]
@@ -76,7 +92,7 @@ def _llm(
     given (`make_llm` keywords)."""
     from cm_gym.llm.factory import make_llm
 
-    lookup = benchmark_tasks(benchmark) if spec.startswith("simulated") else None
+    lookup = benchmark_tasks(benchmark) if spec.startswith(("simulated", "recorded")) else None
     return make_llm(spec, seed=seed, task_lookup=lookup, cache_path=cache, cache_mode=mode, **dict(limits))
 
 
@@ -120,8 +136,17 @@ def build_store(p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdir:
     from cm_gym.memory.store import RecordStore
 
     ctx = context(p)
-    tasks = tasks_of(p, "build_ids")
+    tasks = tasks_for(p, "build_ids", inputs)
     checkpoints = [int(c) for c in p.get("checkpoints", ())]
+    verified: list[list[Any]] = []  # with "log_verified": every contrast the build verified
+    if p.get("log_verified"):
+        kw_verified: dict[str, Any] = {
+            "on_verified": lambda task, a_minus, a_plus, delta: verified.append(
+                [task.task_id, a_minus, a_plus]
+            )
+        }
+    else:
+        kw_verified = {}
     budget = p.get("token_budget")
     if budget is not None and checkpoints:
         raise ExperimentError("a store unit takes checkpoints or a token budget, not both")
@@ -143,6 +168,7 @@ def build_store(p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdir:
                     checkpoints=checkpoints,
                     checkpoint_dir=ckpt_dir,
                     **kw,
+                    **kw_verified,
                 )
             )
         else:  # E.2: process build tasks in order until the construction tokens reach the budget
@@ -159,6 +185,8 @@ def build_store(p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdir:
         for n in checkpoints
         if (workdir / "checkpoints" / f"checkpoint-{n:04d}.sqlite").is_file()
     }
+    if p.get("log_verified"):
+        (workdir / "verified.json").write_text(json.dumps(verified), encoding="utf-8")
     data = asdict(summaries[0]) if len(summaries) == 1 else {"tasks": sum(s.tasks for s in summaries)}
     data.pop("admitted_ids", None)
     data.pop("checkpoints", None)
@@ -188,21 +216,11 @@ def snapshot_path(store: UnitResult, which: str = "final") -> Path:
     return store.directory / rel
 
 
-@unit_kind("selector")
-def train_selector_unit(
-    p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdir: Path
-) -> dict[str, Any]:
-    """One masked-DQN seed on the store's snapshot (checkpoint chosen on ``validation_ids``)."""
-    from cm_gym.protocol import Prepared, ProtocolConfig, load_snapshot, train_selector
-    from cm_gym.types import Split
+def protocol_config(p: Mapping[str, Any], workdir: Path) -> Any:
+    """The `ProtocolConfig` of a selector unit's parameters (one seed, no TensorBoard)."""
+    from cm_gym.protocol import ProtocolConfig
 
-    spec = get_benchmark(p["benchmark"])
-    split = Split(
-        tuple(p["build_ids"]), tuple(p["train_ids"]), tuple(p["validation_ids"]), tuple(p["eval_ids"])
-    )
-    split.check()
-    prepared = Prepared(spec, benchmark_tasks(p["benchmark"]), split)
-    cfg = ProtocolConfig(
+    return ProtocolConfig(
         benchmark=p["benchmark"],
         out_dir=workdir,
         seeds=(int(p["seed"]),),
@@ -221,6 +239,23 @@ def train_selector_unit(
         llm_retries=p.get("llm_retries"),
         concurrency=p.get("llm_concurrency"),
     )
+
+
+@unit_kind("selector")
+def train_selector_unit(
+    p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdir: Path
+) -> dict[str, Any]:
+    """One masked-DQN seed on the store's snapshot (checkpoint chosen on ``validation_ids``)."""
+    from cm_gym.protocol import Prepared, load_snapshot, train_selector
+    from cm_gym.types import Split
+
+    spec = get_benchmark(p["benchmark"])
+    split = Split(
+        tuple(p["build_ids"]), tuple(p["train_ids"]), tuple(p["validation_ids"]), tuple(p["eval_ids"])
+    )
+    split.check()
+    prepared = Prepared(spec, benchmark_tasks(p["benchmark"]), split)
+    cfg = protocol_config(p, workdir)
     snapshot = load_snapshot(snapshot_path(inputs["store"], p.get("snapshot", "final")), prepared)
     record = train_selector(cfg, snapshot, prepared, int(p["seed"]))
     best = Path(record["best_checkpoint"])
@@ -253,7 +288,7 @@ def build_mechanism(p: Mapping[str, Any], inputs: Mapping[str, UnitResult], work
 def evaluate_unit(p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdir: Path) -> dict[str, Any]:
     """One frozen run over ``task_ids``: every episode's counters (`episode.run_episodes` keys)."""
     ctx = context(p)
-    tasks = tasks_of(p, "task_ids")
+    tasks = tasks_for(p, "task_ids", inputs)
     if p["mechanism"] == "countermem":
         selector = inputs.get("selector")
         mechanism = CounterMem(
@@ -263,6 +298,8 @@ def evaluate_unit(p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdi
             retrieval=p.get("retrieval", "matched"),
             use_conditions=bool(p.get("use_conditions", True)),
             seed=int(p.get("seed", 0)),
+            check_env_versions=bool(p.get("check_env_versions", True)),
+            log_uses=bool(p.get("log_uses", False)),
         )
         build = inputs["store"]["cost"]
     else:
@@ -273,3 +310,6 @@ def evaluate_unit(p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdi
         build = built["cost"] if built is not None else cost_dict(Cost())
     episodes = mechanism.run_episodes(ctx, tasks, score_drafts=True)
     return {"episodes": episodes, "build_cost": build, "describe": mechanism.describe()}
+
+
+from cm_gym.experiments import units_change as _units_change  # noqa: E402, F401 - registers its kinds

@@ -1,4 +1,5 @@
-"""LLM layer: protocol, prompt templates, OpenAI-compatible client, response cache, simulator.
+"""LLM layer: protocol, prompt templates, OpenAI-compatible client, response cache, simulator,
+recorded real outputs.
 
 The heavier modules (the `openai` client, the server) are imported on first use, so domain
 plugins that import `cm_gym.llm.base` stay cheap to load.
@@ -27,6 +28,7 @@ _LAZY = {
     "ResponseCache": "cm_gym.llm.cache",
     "OpenAICompatibleLLM": "cm_gym.llm.openai_client",
     "SimulatedLLM": "cm_gym.llm.simulated",
+    "RecordedLLM": "cm_gym.llm.recorded",
     "make_llm": "cm_gym.llm.factory",
     "with_cache": "cm_gym.llm.factory",
     "serve_in_thread": "cm_gym.llm.server",

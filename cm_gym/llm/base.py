@@ -15,6 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 # Template names (paper Table 7). Their text, versions and parsers live in `llm/prompts.py`.
 DRAFT_ACTION = "DRAFT_ACTION"
 REVISE_WITH_RECORD = "REVISE_WITH_RECORD"
+#: Beyond the paper (App. A's "combining multiple verified records"): revise with two records.
+REVISE_WITH_RECORDS = "REVISE_WITH_RECORDS"
 GENERATE_LOCAL_ALTERNATIVES = "GENERATE_LOCAL_ALTERNATIVES"
 DISTIL_RECORD = "DISTIL_RECORD"
 RECORD_RENDER = "RECORD_RENDER"
@@ -38,13 +40,16 @@ REASONINGBANK_VERIFIED = "REASONINGBANK_VERIFIED"
 class Completion:
     """An LLM reply with its token accounting. `cached` marks a replay from the response cache
     (the tokens are what the call *would* have cost); `estimated` marks counts not reported by the
-    server."""
+    server. `provenance` says where the text came from, where the backend knows
+    (`cm_gym.llm.replies`): ``"real:<system>"`` (a real system's published output, verbatim),
+    ``"simulated"`` (written by the simulator) or ``""`` (not said)."""
 
     text: str
     prompt_tokens: int
     completion_tokens: int
     cached: bool = False
     estimated: bool = False
+    provenance: str = ""
 
     @property
     def total_tokens(self) -> int:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from cm_gym.llm.base import LLM, Completion
 from cm_gym.llm.cache import request_payload
 from cm_gym.llm.prompts import render
+from cm_gym.llm.replies import ReplyCounts
 
 if TYPE_CHECKING:
     from cm_gym.llm.cache import ResponseCache
@@ -72,6 +73,7 @@ def completion_from(value: Mapping[str, Any], *, cached: bool) -> Completion:
         int(value["completion_tokens"]),
         cached=cached,
         estimated=bool(value.get("estimated", False)),
+        provenance=str(value.get("provenance", "")),
     )
 
 
@@ -89,6 +91,7 @@ class CachedLLM:
         self._flights: dict[str, Future[Completion]] = {}
         self._flight_lock = threading.Lock()
         self._count_lock = threading.Lock()
+        self.replies = ReplyCounts()  # replies marked real / simulated, hits and misses alike
 
     def cache_identity(self) -> dict[str, Any]:
         return dict(self._identity)
@@ -134,6 +137,7 @@ class CachedLLM:
                         "estimated": c.estimated,
                         "template": req.template,
                         "version": req.version,
+                        **({"provenance": c.provenance} if c.provenance else {}),
                     },
                     req.template,
                     req.payload or None,
@@ -155,6 +159,11 @@ class CachedLLM:
     # -- the LLM protocol ------------------------------------------------------------------------
     def complete(self, template: str, fields: Mapping[str, Any]) -> Completion:
         """Replay from the cache, or call the inner LLM once and record its reply."""
+        completion = self._complete(template, fields)
+        self.replies.add(template, completion)
+        return completion
+
+    def _complete(self, template: str, fields: Mapping[str, Any]) -> Completion:
         if self.cache.mode == "off":
             return self.inner.complete(template, fields)
         request = self.request(template, fields)

@@ -8,7 +8,7 @@ from typing import Any
 from cm_gym.llm.base import LLM
 from cm_gym.llm.errors import CacheError, LLMError
 
-SPECS = ("simulated", "openai")
+SPECS = ("simulated", "openai", "recorded")
 CACHE_MODES = ("rw", "ro", "off")
 
 
@@ -28,14 +28,18 @@ def make_llm(
     """Build an LLM backend and put it behind the response cache.
 
     `spec` is "simulated" (the built-in simulator; `task_lookup` resolves task ids when only
-    string fields reach it) or "openai" / "openai:<model>" (an OpenAI-compatible endpoint; base URL,
+    string fields reach it), "openai" / "openai:<model>" (an OpenAI-compatible endpoint; base URL,
     model and key from `kw` or OPENAI_BASE_URL, CM_GYM_MODEL / OPENAI_MODEL, OPENAI_API_KEY; the
-    seed is sent as the sampling seed).
+    seed is sent as the sampling seed). "simulated:<profile>": the simulator with an error model
+    fitted to a real system (`cm_gym.llm.profiles`); "simulated:default" is plain "simulated".
+    "recorded:<system>": a real system's published outputs as drafts, the simulator where no real
+    reply exists (`cm_gym.llm.recorded`; `kw` may carry the simulator's ``revision_rates`` and the
+    outputs' ``root``).
 
     Caching: every non-simulated backend goes through a `CachedLLM` — on `cache_path`, or the
     default file ``$CM_GYM_CACHE/llm/responses.sqlite`` when it is None or ``"default"`` — unless
     `cache_mode` is "off". "ro" replays only (a miss is a `CacheMissError`, never a call). The
-    simulated LLM is cached only when `cache_path` is given. `concurrency` bounds the parallel
+    simulated and the recorded LLM (both local and free) are cached only when `cache_path` is given. `concurrency` bounds the parallel
     calls of `CachedLLM.prefetch`.
 
     Client limits of a real endpoint (`cm_gym.llm.limits`): `timeout` (seconds per call),
@@ -50,7 +54,13 @@ def make_llm(
     if kind == "simulated":
         from cm_gym.llm.simulated import SimulatedLLM
 
-        llm = SimulatedLLM(seed=seed, task_lookup=task_lookup, **kw)
+        llm = SimulatedLLM(seed=seed, task_lookup=task_lookup, profile=model or None, **kw)
+        if cache_path is None:
+            return llm
+    elif kind == "recorded":
+        from cm_gym.llm.recorded import RecordedLLM
+
+        llm = RecordedLLM(model, seed=seed, task_lookup=task_lookup, **kw)
         if cache_path is None:
             return llm
     elif kind == "openai":
@@ -63,8 +73,16 @@ def make_llm(
             kw["max_retries"] = retries
         llm = OpenAICompatibleLLM(timeout=timeout, max_tokens=max_tokens, **kw)
     else:
-        raise LLMError(f"unknown LLM spec {spec!r}; use one of {', '.join(SPECS)} (or openai:<model>)")
+        raise LLMError(
+            f"unknown LLM spec {spec!r}; use simulated, openai, openai:<model> or recorded:<system>"
+        )
     return with_cache(llm, cache_path, cache_mode, concurrency=concurrency)
+
+
+def needs_task_lookup(spec: str) -> bool:
+    """Whether the backend of `spec` answers from the task (the simulator, the recorded LLM): it
+    then needs a task lookup to serve string-only requests (the HTTP server)."""
+    return spec.partition(":")[0] in ("simulated", "recorded")
 
 
 def with_cache(

@@ -35,6 +35,9 @@ FIELD_LIMITS: Mapping[str, int] = {
     "feedback": TRUNCATION["feedback"],
     "decision_units": TRUNCATION["decision_units"],
     "record": TRUNCATION["record"],
+    # REVISE_WITH_RECORDS: each of the two records and its contrast, at the one-record limits
+    **{f"record_{i}": TRUNCATION["record"] for i in (1, 2)},
+    **{f"record_{i}_{side}": TRUNCATION["action"] for i in (1, 2) for side in ("a_minus", "a_plus")},
     "evidence": TRUNCATION["record"],
     "predicate_kinds": TRUNCATION["context"],
     # the N candidates are each cut to the action limit; N is small (Best-of-N uses 1 + K = 5)

@@ -33,6 +33,7 @@ from cm_gym.llm.base import (
     RECORD_RENDER_NO_CONDITION,
     REFLECT,
     REVISE_WITH_RECORD,
+    REVISE_WITH_RECORDS,
 )
 from cm_gym.llm.errors import PromptError
 from cm_gym.llm.fields import derive_field, render_record
@@ -174,6 +175,30 @@ _REVISE = PromptTemplate(
     "otherwise keep the draft exactly as it is.\n<action_format>{action_format}</action_format>",
 )
 
+#: Beyond the paper: two records shown at once (the opt-in pair action space). The records are
+#: numbered in the order the selector chose them; the reply is parsed like REVISE_WITH_RECORD's.
+_REVISE_PAIR = PromptTemplate(
+    REVISE_WITH_RECORDS,
+    "1",
+    "You are an agent revising a draft action (a <action_kind>{action_kind}</action_kind>) "
+    "with two verified memory records from earlier tasks. Apply each record's correction only "
+    "where it applies to this task; the two may fix different parts of the draft. If neither "
+    "applies, return the draft unchanged.",
+    _META + "\n\n"
+    "<state_text>\n{state_text}\n</state_text>\n\n"
+    "Your draft, written before seeing memory:\n<draft>\n{draft}\n</draft>\n\n"
+    "Two memory records, <record_id>{record_id}</record_id>.\n"
+    "Record 1:\n<record_1>\n{record_1}\n</record_1>\n"
+    "Its verified change:\n<record_1_a_minus>\n{record_1_a_minus}\n</record_1_a_minus>\n"
+    "<record_1_a_plus>\n{record_1_a_plus}\n</record_1_a_plus>\n\n"
+    "Record 2:\n<record_2>\n{record_2}\n</record_2>\n"
+    "Its verified change:\n<record_2_a_minus>\n{record_2_a_minus}\n</record_2_a_minus>\n"
+    "<record_2_a_plus>\n{record_2_a_plus}\n</record_2_a_plus>\n\n"
+    "Make each record's change where it fits your draft and the record applies to this task, "
+    "first record 1, then record 2; keep every other part of the draft exactly as it is.\n"
+    "<action_format>{action_format}</action_format>",
+)
+
 _ALTERNATIVES = PromptTemplate(
     GENERATE_LOCAL_ALTERNATIVES,
     "1",
@@ -241,6 +266,7 @@ CHAT_TEMPLATES: Mapping[str, PromptTemplate] = {
     for t in (
         _DRAFT,
         _REVISE,
+        _REVISE_PAIR,
         _ALTERNATIVES,
         _DISTIL,
         _JUDGE,

@@ -93,6 +93,32 @@ def choose(cands: Candidates, rates: RevisionRates, draft: str, rng: np.random.G
     return options[int(rng.integers(len(options)))], branch
 
 
+def choose_sequence(
+    cache: CandidateCache,
+    domain: Domain,
+    task: Task,
+    draft: str,
+    contrasts: list[tuple[str, str]],
+    rates: RevisionRates,
+    rng: np.random.Generator,
+) -> tuple[str, list[str]]:
+    """REVISE_WITH_RECORDS: (revised action, one branch per record) for records shown together.
+
+    Derived from the one-record model with no new number: each record, in the order shown, is
+    treated exactly as REVISE_WITH_RECORD treats one record (`candidates`, then `choose` with the
+    same `RevisionRates`), on the draft as the previous record left it, with its own draws from
+    the same seeded generator. *Assumption* (the paper measures one record per decision only, so
+    nothing bounds it): an LLM shown two records handles them independently — the chance it
+    applies, over-applies or ignores record 2 does not depend on what it did with record 1. Two
+    records that fix different parts of a draft are then both applied with probability
+    ``apply²`` (0.665² ≈ 0.44 with the default rates)."""
+    action, branches = draft, []
+    for a_minus, a_plus in contrasts:
+        action, branch = choose(cache.get(domain, task, action, a_minus, a_plus), rates, action, rng)
+        branches.append(branch)
+    return action, branches
+
+
 # -- rates files ---------------------------------------------------------------------------------
 def rates_from_mapping(data: Mapping[str, Any], where: str = "rates") -> RevisionRates:
     """A `RevisionRates` from a mapping of its field names (unknown keys refused)."""

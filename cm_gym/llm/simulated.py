@@ -14,6 +14,8 @@ Behaviour, per template:
   reference with the remaining slips applied in order (a slip that does not fit is skipped); the
   rng an operator gets is ``rng(seed, "apply", task_id, op)``, so an unfixed slip reads the same
   at every decision. Because slips depend on task features, errors are systematic across look-alike tasks.
+  The error model is the domain's own, or a fitted profile's (``profile=``, ``llm="simulated:<name>"``:
+  `cm_gym.llm.profiles`, slips and rates fitted to a real system's published outputs).
 * REVISE_WITH_RECORD — a model of how an LLM treats one shown record (`cm_gym.llm.revision`). The
   record's *closeness* to the draft (`Domain.record_closeness`) is "match" (its a⁻ pattern occurs
   in the draft), "analogous" (it does not, but the same kind of edit has another site or operator
@@ -31,6 +33,10 @@ Behaviour, per template:
   paper's counting, which `calibrate` now uses); ``SimulatedLLM(revision_rates=PATH)`` loads rates fitted to a cached run of a real model
   (`cm-gym calibrate --llm-cache FILE`). The revision never reads the reference: the domain gets
   the task with it blanked.
+* REVISE_WITH_RECORDS (beyond the paper: two records at one decision) — each record in the order
+  shown is treated as REVISE_WITH_RECORD treats one, on the draft the previous one left, with the
+  same rates (`cm_gym.llm.revision.choose_sequence`; the independence of the two is an assumption,
+  stated there: the paper measures one record per decision only).
 * GENERATE_LOCAL_ALTERNATIVES — up to min(2, k) of the domain's edit operators, in seeded order,
   written in the edit grammar.
 * DISTIL_RECORD — `Domain.distil` as ``SITUATION: …`` / ``CONDITION: …`` ("none" when empty).
@@ -64,14 +70,16 @@ from cm_gym.llm.base import (
     GENERATE_LOCAL_ALTERNATIVES,
     REFLECT,
     REVISE_WITH_RECORD,
+    REVISE_WITH_RECORDS,
     Completion,
     estimate_tokens,
 )
 from cm_gym.llm.errors import LLMError
 from cm_gym.llm.fence import fenced
 from cm_gym.llm.parsers import edit_fragment, format_alternatives
+from cm_gym.llm.profiles import Profile, load_profile
 from cm_gym.llm.prompts import Rendered, render
-from cm_gym.llm.revision import CandidateCache, choose, load_revision_rates
+from cm_gym.llm.revision import CandidateCache, choose, choose_sequence, load_revision_rates
 from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
@@ -79,7 +87,13 @@ logger = logging.getLogger(__name__)
 SIMULATOR_VERSION = "2"
 TaskLookup = Callable[[str], "Task | None"] | Mapping[str, Task]
 _DRAFT_MEMO_SIZE = 50_000
-_NEEDS_TASK = {DRAFT_ACTION, REVISE_WITH_RECORD, GENERATE_LOCAL_ALTERNATIVES, DISTIL_RECORD}
+_NEEDS_TASK = {
+    DRAFT_ACTION,
+    REVISE_WITH_RECORD,
+    REVISE_WITH_RECORDS,
+    GENERATE_LOCAL_ALTERNATIVES,
+    DISTIL_RECORD,
+}
 
 
 def stable_rng(*parts: Any) -> np.random.Generator:
@@ -109,9 +123,12 @@ class SimulatedLLM:
         name: str = "simulated",
         task_lookup: TaskLookup | None = None,
         revision_rates: str | Path | Mapping[str, Any] | None = None,
+        profile: str | Profile | None = None,
     ) -> None:
         self.seed = int(seed)
         self.name = name
+        #: a fitted error-model profile (`cm_gym.llm.profiles`); None: each domain's own model
+        self.profile = load_profile(profile) if isinstance(profile, str) or profile is None else profile
         self._lookup = task_lookup
         self._error_models: dict[str, ErrorModel] = {}
         self._drafts: dict[tuple[str, str, str, tuple[str, ...]], str] = {}
@@ -123,6 +140,8 @@ class SimulatedLLM:
         identity: dict[str, Any] = {"backend": "simulated", "version": SIMULATOR_VERSION, "seed": self.seed}
         if self._revision_overrides:
             identity["revision_rates"] = {k: v.as_dict() for k, v in sorted(self._revision_overrides.items())}
+        if self.profile is not None:  # the default stays keyless: its cached replies stay valid
+            identity["profile"] = {"name": self.profile.name, "digest": self.profile.digest()}
         return identity
 
     def revision_rates(self, domain_name: str) -> RevisionRates:
@@ -192,7 +211,11 @@ class SimulatedLLM:
 
     def _error_model(self, domain_name: str) -> ErrorModel:
         if domain_name not in self._error_models:
-            self._error_models[domain_name] = self._domain(domain_name).error_model()
+            self._error_models[domain_name] = (
+                self.profile.error_model(domain_name)
+                if self.profile is not None
+                else self._domain(domain_name).error_model()
+            )
         return self._error_models[domain_name]
 
     def _task(self, rendered: Rendered, fields: Mapping[str, Any]) -> Task:
@@ -232,6 +255,12 @@ class SimulatedLLM:
             draft = f["draft"]
             cands = self._candidates.get(domain, blind, draft, f["record_a_minus"], f["record_a_plus"])
             revised, _ = choose(cands, self.revision_rates(task.domain), draft, rng)
+            return fenced(revised)
+        if name == REVISE_WITH_RECORDS:
+            contrasts = [(f[f"record_{i}_a_minus"], f[f"record_{i}_a_plus"]) for i in (1, 2)]
+            revised, _ = choose_sequence(
+                self._candidates, domain, blind, f["draft"], contrasts, self.revision_rates(task.domain), rng
+            )
             return fenced(revised)
         if name == GENERATE_LOCAL_ALTERNATIVES:
             return self._alternatives(domain, blind, f["action"], _int(f["k"], 4), rng)

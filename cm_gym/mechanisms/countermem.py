@@ -20,7 +20,7 @@ import numpy as np
 
 from cm_gym import features as F
 from cm_gym.agent import Cost
-from cm_gym.llm.base import LLM, REVISE_WITH_RECORD, Completion
+from cm_gym.llm.base import LLM, REVISE_WITH_RECORD, REVISE_WITH_RECORDS, Completion
 from cm_gym.mechanisms.base import (
     Choice,
     DecisionContext,
@@ -36,8 +36,9 @@ from cm_gym.memory.retrieval import Retriever, query_text, record_view
 from cm_gym.metrics import EpisodeCounters
 from cm_gym.types import Task
 
-#: Fixed memory-use rules accepted as `policy` besides a trained checkpoint.
-RULES = ("skip", "top1", "random")
+#: Fixed memory-use rules accepted as `policy` besides a trained checkpoint ("top2": the pair
+#: action space only).
+RULES = ("skip", "top1", "top2", "random")
 
 
 class TallyLLM:
@@ -63,16 +64,19 @@ class TallyLLM:
         return getattr(self.inner, item)
 
 
-def load_policy(policy: str, seed: int = 0) -> Any:
-    """A memory-use policy: "skip", "top1", "random" or a masked-DQN checkpoint path."""
-    from cm_gym.agents.baselines import AlwaysSkip, RandomValid, TopOne
+def load_policy(policy: str, seed: int = 0, action_space: str = "single") -> Any:
+    """A memory-use policy: "skip", "top1", "top2" (pairs), "random" or a masked-DQN checkpoint
+    path; the rules act in `action_space` ("single" or the opt-in "pairs")."""
+    from cm_gym.agents.baselines import AlwaysSkip, RandomValid, TopOne, TopTwo
 
     if policy == "skip":
-        return AlwaysSkip()
+        return AlwaysSkip(action_space=action_space)
     if policy == "top1":
-        return TopOne()
+        return TopOne(action_space=action_space)
+    if policy == "top2":
+        return TopTwo(action_space=action_space)
     if policy == "random":
-        return RandomValid(seed=seed)
+        return RandomValid(seed=seed, action_space=action_space)
     if not Path(policy).is_file():
         raise MechanismError(f"policy {policy!r} is neither one of {RULES} nor a selector checkpoint file")
     from cm_gym.agents.masked_dqn import MaskedDQN
@@ -100,8 +104,13 @@ class CounterMem(MemoryMechanism):
         seed: int = 0,
         construction: Any = None,
         workdir: str | Path | None = None,
+        action_space: str = "single",
+        check_env_versions: bool = True,
+        log_uses: bool = False,
     ) -> None:
         super().__init__()
+        self.action_space, self.check_env_versions = action_space, bool(check_env_versions)
+        self.log_uses = bool(log_uses)  # episodes gain "use_log": [record id, score, draft score] per use
         self.snapshot_path = Path(snapshot) if snapshot is not None else None
         self.policy_spec, self.benchmark, self.retrieval = policy, benchmark, retrieval
         self.use_conditions, self.k, self.seed = use_conditions, int(k), int(seed)
@@ -158,7 +167,7 @@ class CounterMem(MemoryMechanism):
     @property
     def policy(self) -> Any:
         if self._policy is None:
-            self._policy = load_policy(self.policy_spec, self.seed)
+            self._policy = load_policy(self.policy_spec, self.seed, self.action_space)
         return self._policy
 
     def retriever(self, ctx: MechanismContext) -> Retriever:
@@ -242,12 +251,19 @@ class CounterMem(MemoryMechanism):
             retrieval_seed=self.seed,
             score_drafts=score_drafts,
             task_order="sequential",
+            action_space=self.action_space,
+            check_env_versions=self.check_env_versions,
         )
         out: list[dict[str, Any]] = []
         try:
             for i, task in enumerate(tasks):
                 obs, info = env.reset(seed=i, options={"task_id": task.task_id})
                 counters, extra = EpisodeCounters(task_id=task.task_id), dict.fromkeys(EXTRA_KEYS, 0)
+                pairs = self.action_space == "pairs"
+                if pairs:  # decisions that showed two records (the opt-in pair action space)
+                    extra["pair_uses"] = 0
+                if self.log_uses:
+                    extra["use_log"] = []
                 tally.reset()
                 done = False
                 while not done:
@@ -257,9 +273,17 @@ class CounterMem(MemoryMechanism):
                     )
                     counters.update(info, float(reward))
                     extra["retrieved_records"] += int(info.get("n_retrieved", 0))
+                    if pairs:
+                        extra["pair_uses"] += int(bool(info.get("pair_use", False)))
+                    if self.log_uses and info.get("record_id") is not None:
+                        extra["use_log"].append([info["record_id"], info["score"], info.get("draft_score")])
                     done = terminated or truncated
-                extra["memory_tokens"] = tally.tokens.get(REVISE_WITH_RECORD, 0)
-                extra["memory_llm_calls"] = tally.calls.get(REVISE_WITH_RECORD, 0)
+                extra["memory_tokens"] = sum(
+                    tally.tokens.get(t, 0) for t in (REVISE_WITH_RECORD, REVISE_WITH_RECORDS)
+                )
+                extra["memory_llm_calls"] = sum(
+                    tally.calls.get(t, 0) for t in (REVISE_WITH_RECORD, REVISE_WITH_RECORDS)
+                )
                 out.append({**counters.as_dict(), **extra})
                 if progress is not None:
                     progress(i + 1, len(tasks))

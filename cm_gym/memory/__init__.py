@@ -25,10 +25,12 @@ from cm_gym.memory.errors import (
     StoreError,
     StoreReadOnlyError,
 )
-from cm_gym.memory.opening import open_store
+from cm_gym.memory.freshness import FreshView, exclusion_reason
 from cm_gym.memory.record import Record, compute_record_id
 from cm_gym.memory.retention import RETENTION_POLICIES, RetentionWeights, choose_evictions
 from cm_gym.memory.retrieval import MODES, Retrieved, Retriever, record_view
+from cm_gym.memory.reverify import ReverifyConfig, ReverifySummary, Verdict, reverify_store
+from cm_gym.memory.opening import open_store
 from cm_gym.memory.snapshot import FrozenStore, load_readonly
 from cm_gym.memory.store import RecordStore
 from cm_gym.memory.summary import BuildSummary
@@ -49,23 +51,29 @@ __all__ = [
     "DuplicateRecordError",
     "Embedder",
     "EmbedderMismatchError",
+    "FreshView",
     "FrozenStore",
     "Predicate",
     "Record",
     "RecordStore",
     "RetentionWeights",
+    "ReverifyConfig",
+    "ReverifySummary",
     "Retrieved",
     "Retriever",
     "StoreError",
     "StoreReadOnlyError",
+    "Verdict",
     "build_memory",
     "choose_evictions",
     "compute_record_id",
     "condition_overlap",
     "decide_admission",
+    "exclusion_reason",
     "load_readonly",
     "open_store",
     "parse_condition",
     "parse_condition_or_none",
     "record_view",
+    "reverify_store",
 ]

@@ -2,7 +2,9 @@
 
 As in the reference implementation (paper B.4), the LLM is asked first for local edits
 (GENERATE_LOCAL_ALTERNATIVES, one decision unit each); the domain's rule-based edit operators fill
-the remaining slots up to K. Candidates are de-duplicated (whitespace-insensitive) and never equal
+the remaining slots up to K. With ``adapt=True`` (re-verification on a changed environment,
+`cm_gym.memory.reverify`) the domain's adaptation edits (`Domain.adaptation_edits`: an action
+adapted to its environment as it is now) come right after the LLM's, before the edit operators. Candidates are de-duplicated (whitespace-insensitive) and never equal
 the original action. An LLM failure or an unparseable reply is logged and leaves the slots to the
 rule-based operators, never an exception in the middle of a build.
 """
@@ -89,8 +91,10 @@ class AlternativeGenerator:
         *,
         use_llm: bool = True,
         parser: AlternativesParser | None = None,
+        adapt: bool = False,
     ) -> None:
         self.llm, self.domain, self.k, self.use_llm = llm, domain, int(k), use_llm and llm is not None
+        self.adapt = adapt
         self.parser = parser or default_alternatives_parser()
 
     def _llm_edits(
@@ -144,6 +148,9 @@ class AlternativeGenerator:
         if self.use_llm and self.k > 0:
             for text in self._llm_edits(state, action, outcome, cost, agent_kind):
                 take(Alternative(text.strip(), "llm"))
+        if self.adapt and len(out) < self.k:
+            for edit in self.domain.adaptation_edits(state.task, action):
+                take(Alternative(edit.text.strip(), "rule", edit.unit, edit.description))
         if len(out) < self.k:
             for edit in self.domain.edit_operators(state.task, action):
                 take(Alternative(edit.text.strip(), "rule", edit.unit, edit.description))

@@ -27,6 +27,7 @@ import numpy as np
 
 from cm_gym.agent import BaseAgent, Cost, reuse_label
 from cm_gym.domains.base import Domain
+from cm_gym.domains.environment import environment_versions
 from cm_gym.llm.base import DISTIL_RECORD, LLM
 from cm_gym.llm.cached import cached_llm_of
 from cm_gym.llm.errors import FATAL_LLM_ERRORS
@@ -59,6 +60,8 @@ UNVERIFIED_FEEDBACK = "not checked by the world model (unverified advice)"
 
 #: ``progress(done, total)`` after every task (processed or skipped)
 ProgressFn = Callable[[int, int], None]
+#: ``on_verified(task, a⁻, a⁺, Δ)`` for every alternative that improved by more than ε_adm
+VerifiedFn = Callable[[Task, str, str, float], None]
 
 
 class _Builder:
@@ -75,6 +78,7 @@ class _Builder:
         max_decisions: int,
         alternatives_parser: AlternativesParser | None,
         distil_parser: DistilParser | None,
+        env_versions: dict[str, frozenset[str]] | None = None,
     ) -> None:
         self.domain, self.store, self.cfg = domain, store, config
         self.agent_kind, self.max_decisions = agent_kind, max_decisions
@@ -93,8 +97,10 @@ class _Builder:
             lambda_reuse=config.lambda_reuse,
             use_conditions=config.use_conditions,
             embedder=store.embedder,
+            env_versions=env_versions,
         )
         self.summary = BuildSummary()
+        self.on_verified: VerifiedFn | None = None
         self.build_tasks: tuple[Task, ...] = ()
         self._vacuous: dict[str, bool] = {}
         self.rng = np.random.default_rng([config.seed, store.next_order()])
@@ -238,6 +244,8 @@ class _Builder:
             self.summary.reject("not_improved")
             return
         task = state.task
+        if self.on_verified is not None:
+            self.on_verified(task, a_minus, a_plus, delta)
         evidence = self._evidence(o, o2)
         situation, condition = self.distiller.distil(
             state, a_minus, a_plus, evidence_text(evidence), cost, agent_kind=self.agent_kind
@@ -260,6 +268,7 @@ class _Builder:
                 contrast_key=self.domain.contrast_key(a_minus, a_plus),
                 delta=delta,
                 created_order=self.store.next_order(),
+                env_version=self.domain.environment_version(task),
             )
             embedding = self.store.embedder.embed_one(situation)
             result = decide_admission(
@@ -342,6 +351,7 @@ def build_memory(
     alternatives_parser: AlternativesParser | None = None,
     distil_parser: DistilParser | None = None,
     before_task: Callable[[Task], None] | None = None,
+    on_verified: VerifiedFn | None = None,
 ) -> BuildSummary:
     """Build (or resume building) verified memory from `tasks` into `store`.
 
@@ -349,6 +359,8 @@ def build_memory(
     store is frozen to ``checkpoint_dir/checkpoint-NNNN.sqlite`` (0 = the empty store before the
     first task). Parsers default to `cm_gym.llm.prompts`'s. `before_task(task)` is called before
     each task that is processed (`cm_gym.memory.parallel` waits there for the task's speculation).
+    New records carry their environment's content version (`Domain.environment_version`);
+    `on_verified` sees every verified improvement before admission (a rebuild's log).
     """
     cfg = config or ConstructionConfig()
     if store.read_only:
@@ -362,10 +374,21 @@ def build_memory(
     if checkpoints and ckpt_dir is None:
         raise ValueError("checkpoints need a checkpoint_dir")
     wanted = sorted(set(int(c) for c in checkpoints))
+    envs = environment_versions(domain, tasks)  # retrieval offers only records verified against these
     builder = _Builder(
-        domain, store, llm, evaluator, cfg, agent_kind, max_decisions, alternatives_parser, distil_parser
+        domain,
+        store,
+        llm,
+        evaluator,
+        cfg,
+        agent_kind,
+        max_decisions,
+        alternatives_parser,
+        distil_parser,
+        envs,
     )
     builder.build_tasks = tuple(replace(t, reference="") for t in tasks)  # conditions never read it
+    builder.on_verified = on_verified
     summary, t0 = builder.summary, time.perf_counter()
     done_count = len(store.processed_task_ids)
     if ckpt_dir is not None and 0 in wanted and done_count == 0:

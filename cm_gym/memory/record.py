@@ -39,6 +39,12 @@ class Record:
     `evidence` their check results from the same state (`EVIDENCE_KEYS`), `condition` the canonical
     condition text ("" = always applicable), `u` the reuse utility (Eq. 6, starts at 0). `delta` is
     the raw Δ = U(o') − U(o) and `admission_score` the S_adm it was admitted with.
+
+    Freshness (`cm_gym.memory.freshness`, ``cm-gym memory reverify``): `env_version` is the content
+    version of the source environment the contrast was last verified against ("" = unknown, a
+    record written before versions existed); `status` is "active" or "retired" (never offered by
+    retrieval), with `status_reason` saying why; `replaces` names the record a repaired record
+    was derived from.
     """
 
     record_id: str
@@ -59,6 +65,10 @@ class Record:
     harmful: int = 0
     neutral: int = 0
     created_order: int = 0
+    env_version: str = ""
+    status: str = "active"
+    status_reason: str = ""
+    replaces: str = ""
 
     @classmethod
     def create(
@@ -76,6 +86,8 @@ class Record:
         delta: float,
         admission_score: float = 0.0,
         created_order: int = 0,
+        env_version: str = "",
+        replaces: str = "",
     ) -> Record:
         """A fresh record (u = 0, never used) whose id is the content hash."""
         return cls(
@@ -92,7 +104,14 @@ class Record:
             delta=float(delta),
             admission_score=float(admission_score),
             created_order=int(created_order),
+            env_version=env_version,
+            replaces=replaces,
         )
+
+    @property
+    def active(self) -> bool:
+        """Whether retrieval may offer this record (it was not retired)."""
+        return self.status != "retired"
 
     # -- derived features (selector slots, SPEC §4) --------------------------------------------
     @property

@@ -17,6 +17,10 @@ those rows for `CANDIDATES` candidates ranked by cos + λ·u, and the candidates
 exactly. When at most ``exact_max_rows`` rows are eligible (or the index finds fewer than k), the
 exact scan above is used, so small stores and selective conditions give exact results.
 
+Every mode offers only *fresh* records (`cm_gym.memory.freshness`): never a retired one, and,
+given ``env_versions``, never one verified against another version of its environment than the
+current one. A store with nothing to exclude is searched exactly as without the filter.
+
 Ablation modes: ``"matched"`` (the method), ``"random"`` (k random records: no state matching and
 no condition filter), ``"shuffled"`` (the records matched to a *different* situation: a seeded
 random other stored situation is used as the query; no condition filter, since the conditions
@@ -39,6 +43,7 @@ from cm_gym.domains.base import Domain, PredicateFn
 from cm_gym.memory import ann as ann_mod
 from cm_gym.memory.conditions import Condition, parse_condition_or_none
 from cm_gym.memory.embedding import Embedder
+from cm_gym.memory.freshness import EnvVersions, FreshView, needs_filter
 from cm_gym.memory.index import RecordIndex, RecordSource
 from cm_gym.memory.record import Record, evidence_text
 from cm_gym.types import TRUNCATION, Task, truncate
@@ -145,11 +150,14 @@ class Retriever:
         seed: int = 0,
         embedder: Embedder | None = None,
         exact_max_rows: int = ann_mod.EXACT_MAX_ROWS,
+        env_versions: EnvVersions | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"retrieval mode must be one of {MODES}, got {mode!r}")
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
+        if needs_filter(store, env_versions):  # retired or out-of-date records are never offered
+            store = FreshView(store, env_versions)
         self.store, self.k, self.lambda_reuse = store, int(k), float(lambda_reuse)
         self.use_conditions, self.mode, self.seed = bool(use_conditions), mode, int(seed)
         self.domain: Domain | None = self._domain(domain)

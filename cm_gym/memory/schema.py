@@ -26,7 +26,7 @@ from cm_gym.memory.errors import StoreError, StoreFullError, StoreLockedError, S
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 10_000
 #: Metadata key saying what a file is: "live" (a writable store) or "snapshot" (frozen).
 STORE_KIND = "store_kind"
@@ -43,8 +43,8 @@ def creation_time() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
-#: Columns of `records`, in the order rows are read and written.
-RECORD_COLUMNS = (
+#: Columns of `records` up to schema version 2 (what older stores and snapshots hold).
+LEGACY_RECORD_COLUMNS = (
     "record_id",
     "domain",
     "source_task_id",
@@ -65,6 +65,16 @@ RECORD_COLUMNS = (
     "created_order",
     "embedding",
 )
+#: Freshness columns added by version 3 (`Record.env_version`, `status`, `status_reason`,
+#: `replaces`), with the value a row of an older store reads as.
+FRESHNESS_COLUMNS: dict[str, str] = {
+    "env_version": "",
+    "status": "active",
+    "status_reason": "",
+    "replaces": "",
+}
+#: Columns of `records`, in the order rows are read and written (the embedding last).
+RECORD_COLUMNS = LEGACY_RECORD_COLUMNS[:-1] + tuple(FRESHNESS_COLUMNS) + ("embedding",)
 
 
 def _v0_to_v1(conn: sqlite3.Connection) -> None:
@@ -111,7 +121,21 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX records_key ON records (contrast_key)")
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _v0_to_v1, 1: _v1_to_v2}
+def _v2_to_v3(conn: sqlite3.Connection) -> None:
+    """Version 3: record freshness (environment version verified against, active / retired with
+    the reason, the record a repair replaces). Existing rows read as active with an unknown version."""
+    for name, default in FRESHNESS_COLUMNS.items():
+        conn.execute(f"ALTER TABLE records ADD COLUMN {name} TEXT NOT NULL DEFAULT '{default}'")
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _v0_to_v1, 1: _v1_to_v2, 2: _v2_to_v3}
+
+
+def record_columns(conn: sqlite3.Connection) -> tuple[str, ...]:
+    """The `RECORD_COLUMNS` this database's `records` table has (a read-only snapshot of an older
+    schema lacks the freshness columns; readers fill them with `FRESHNESS_COLUMNS`' defaults)."""
+    present = {row[1] for row in conn.execute("PRAGMA table_info(records)")}
+    return tuple(c for c in RECORD_COLUMNS if c in present)
 
 
 #: SQLite primary result codes (``exc.sqlite_errorcode & 0xFF``) that `db_error` names.

@@ -15,14 +15,17 @@ import numpy as np
 
 from cm_gym.memory.errors import StoreError, StoreReadOnlyError
 from cm_gym.memory.record import Record
-from cm_gym.memory.schema import RECORD_COLUMNS
+from cm_gym.memory.schema import FRESHNESS_COLUMNS, RECORD_COLUMNS, record_columns
 
 DEFAULT_CAPACITY = 200
 
 
-def record_from_row(row: tuple[Any, ...], dim: int) -> tuple[Record, np.ndarray]:
-    """A `records` row (in `RECORD_COLUMNS` order) as a Record and its float32 embedding."""
-    values = dict(zip(RECORD_COLUMNS, row, strict=True))
+def record_from_row(
+    row: tuple[Any, ...], dim: int, columns: tuple[str, ...] = RECORD_COLUMNS
+) -> tuple[Record, np.ndarray]:
+    """A `records` row (in `columns` order, `RECORD_COLUMNS` by default) as a Record and its
+    float32 embedding; freshness columns an older store lacks read as their defaults."""
+    values = {**FRESHNESS_COLUMNS, **dict(zip(columns, row, strict=True))}
     blob = values.pop("embedding")
     if not isinstance(blob, bytes) or len(blob) != 4 * dim:
         raise StoreError(f"record {values.get('record_id')!r}: embedding blob is not {dim} float32 values")
@@ -64,8 +67,9 @@ class StoreView:
             for key in ("domain", "embedder_id", "dim"):
                 if key not in self._meta:
                     raise StoreError(f"{self.path}: store metadata lacks {key!r} (corrupt or foreign store)")
+            columns = record_columns(conn)
             rows = conn.execute(
-                f"SELECT {', '.join(RECORD_COLUMNS)} FROM records ORDER BY created_order, record_id"
+                f"SELECT {', '.join(columns)} FROM records ORDER BY created_order, record_id"
             ).fetchall()
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if "processed_tasks" in tables:
@@ -80,7 +84,7 @@ class StoreView:
         self._emb.clear()
         self._by_key.clear()
         for row in rows:
-            record, emb = record_from_row(row, self.dim)
+            record, emb = record_from_row(row, self.dim, columns)
             self._put(record, emb)
         self._bump(layout=True)
 

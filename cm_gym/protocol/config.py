@@ -93,6 +93,9 @@ class ProtocolConfig:
     algo: str = "masked-dqn"
     env_runners: int = 1  # RLlib env-runner processes collecting decisions
     ray_address: str | None = None  # RLlib on an existing Ray cluster (None: a local instance)
+    #: rotate the split over these seeds (one whole run each, pooled; `cm_gym.protocol.rotation`);
+    #: empty: the one split of `split_seed`
+    split_seeds: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         from cm_gym.llm.limits import limit
@@ -114,6 +117,16 @@ class ProtocolConfig:
             raise ProtocolError(f"seeds must be non-negative integers, got {self.seeds!r}")
         if len(set(self.seeds)) != len(self.seeds):
             raise ProtocolError(f"seeds must be distinct, got {self.seeds!r}")
+        if any(
+            isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in self.split_seeds
+        ):
+            raise ProtocolError(f"split_seeds must be non-negative integers, got {self.split_seeds!r}")
+        if len(set(self.split_seeds)) != len(self.split_seeds):
+            raise ProtocolError(f"split_seeds must be distinct, got {self.split_seeds!r}")
+        if self.split_seeds and self.store is not None:
+            raise ProtocolError(
+                "--split-seeds builds memory on each split's T_build; a given --store belongs to one split"
+            )
         if self.k > 4:
             raise ProtocolError(f"k must be in 0..4 (the selector has 4 slots), got {self.k}")
         unknown = [p for p in self.policies if p not in POLICIES and p not in self.custom_policies]
@@ -137,8 +150,11 @@ class ProtocolConfig:
             )
         if not 0.0 < self.validation_fraction <= 1.0:
             raise ProtocolError(f"validation_fraction must be in (0, 1], got {self.validation_fraction}")
-        if self.revision_rates is not None and not self.llm.startswith("simulated"):
-            raise ProtocolError(f"--revision-rates configures the simulated LLM, not {self.llm!r}")
+        if self.revision_rates is not None and not self.llm.startswith(("simulated", "recorded:")):
+            raise ProtocolError(
+                f"--revision-rates configures the simulated LLM (or the recorded LLM's simulated "
+                f"revisions), not {self.llm!r}"
+            )
         from cm_gym.llm.errors import LLMError
         from cm_gym.llm.limits import check_limit
 

@@ -79,10 +79,20 @@ def evaluate_policies(
     """Evaluate every policy on T_eval with store and policy frozen. Deterministic policies are
     run once and shared across seeds; random and CF Memory run once per seed, CF Memory once per
     trained observation layout (on an env of that layout: same tasks, LLM and world model). Every
-    policy carries paired bootstrap CIs against random valid and top-1 (``paired_ci``).
-    `progress(done, total)` is called after each policy × seed run."""
-    from cm_gym.metrics import aggregate_seeds, paired, paired_comparisons, summarize
+    policy carries paired bootstrap CIs against random valid and top-1: over tasks, seeds averaged
+    per task (``paired_ci``), and over seeds and tasks (``paired_ci_two_level``); its per-task
+    scores by seed are kept (``per_task_scores``) so CIs can be recomputed or pooled. `progress(done, total)` is called
+    after each policy × seed run."""
     from cm_gym.protocol.custom import report_masked
+    from cm_gym.llm.replies import delta, reply_counts
+    from cm_gym.metrics import (
+        aggregate_seeds,
+        paired,
+        paired_comparisons,
+        per_task_by_seed,
+        summarize,
+        two_level_comparisons,
+    )
     from cm_gym.training import run_episodes
 
     by_layout = checkpoints_by_layout(checkpoints)
@@ -105,6 +115,7 @@ def evaluate_policies(
                 cfg, snapshot, prepared.split.eval, llm, task_order="sequential", obs_layout=layout
             )
         env, ckpts = envs[layout], by_layout.get(layout, {})
+        replies_before = reply_counts(llm)
         per_seed: dict[int, list[dict[str, Any]]] = {}
         for seed in cfg.seeds:
             if name in shared and per_seed:
@@ -128,6 +139,9 @@ def evaluate_policies(
             "mean": aggregate_seeds(summaries),
             "masked_actions": masked,
         }
+        replies = delta(reply_counts(llm), replies_before)
+        if replies is not None:  # the LLM marks its replies real / simulated (recorded:<system>)
+            results[key]["replies"] = replies
     if "none" in episodes_of:
         base = next(iter(episodes_of["none"].values()))
         for name, per_seed in episodes_of.items():
@@ -135,6 +149,10 @@ def evaluate_policies(
                 results[name]["paired_vs_none"] = [paired(base, eps) for eps in per_seed.values()]
     for name, comparisons in paired_comparisons(episodes_of, CI_BASELINES).items():
         results[name]["paired_ci"] = comparisons
+    scores_of = {name: per_task_by_seed(per_seed) for name, per_seed in episodes_of.items()}
+    for name, comparisons in two_level_comparisons(scores_of, CI_BASELINES).items():
+        results[name]["paired_ci_two_level"] = comparisons
+        results[name]["per_task_scores"] = scores_of[name]
     for env in envs.values():
         env.close()
     prefetch.close()

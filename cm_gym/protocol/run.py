@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from cm_gym.llm.replies import delta, reply_counts
 from cm_gym.protocol.config import ProtocolConfig, ProtocolError, config_json, jsonable
 from cm_gym.protocol.evaluate import Checkpoints, checkpoints_by_layout, evaluate_policies
 from cm_gym.protocol.selector import train_layouts
@@ -20,6 +21,7 @@ from cm_gym.protocol.stores import (
     load_snapshot,
     make_protocol_llm,
     prepare,
+    recorded_summary,
 )
 from cm_gym.provenance import provenance
 
@@ -39,7 +41,12 @@ def run_protocol(
     cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | None = None
 ) -> dict[str, Any]:
     """Build (or reuse) and freeze memory, train one selector per seed, evaluate all policies, and
-    write ``results.json`` into `cfg.out_dir`. Returns the results dict."""
+    write ``results.json`` into `cfg.out_dir`. Returns the results dict. With `cfg.split_seeds`,
+    all of it once per split seed, pooled (`cm_gym.protocol.rotation`)."""
+    if cfg.split_seeds:
+        from cm_gym.protocol.rotation import run_rotated
+
+        return run_rotated(cfg, progress)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
@@ -49,6 +56,7 @@ def run_protocol(
     snapshot_path = _built_or_given(cfg, prepared, llm, progress)
     snapshot = load_snapshot(snapshot_path, prepared)
     timings["build_seconds"] = time.perf_counter() - t0
+    phases = [("build", reply_counts(llm))]
     training: list[dict[str, Any]] = []
     checkpoints: dict[str, dict[int, str]] = {}
     if "cf_memory" in cfg.policies and "cf_memory" not in cfg.custom_policies:
@@ -56,6 +64,7 @@ def run_protocol(
         for record in training:
             checkpoints.setdefault(record["layout"], {})[record["seed"]] = record["best_checkpoint"]
     timings["train_seconds"] = time.perf_counter() - t0 - timings["build_seconds"]
+    phases.append(("train", reply_counts(llm)))
     t1 = time.perf_counter()
     policies = evaluate_policies(
         cfg,
@@ -66,6 +75,7 @@ def run_protocol(
         (lambda i, n: progress("evaluate", i, n)) if progress else None,
     )
     timings["evaluate_seconds"] = time.perf_counter() - t1
+    phases.append(("evaluate", reply_counts(llm)))
     results = {
         "config": config_json(cfg),
         "split": {k: len(v) for k, v in asdict(prepared.split).items()},
@@ -77,16 +87,38 @@ def run_protocol(
         "training": training,
         "policies": policies,
         "timings": timings,
-        "llm": llm_stats(llm),
+        "llm": with_replies(llm_stats(llm), llm, phases),
         "provenance": provenance(prepared.split, prepared.tasks),
     }
+    recorded = recorded_summary(cfg, prepared, llm)
+    if recorded is not None:
+        results["recorded"] = recorded
     (out / "results.json").write_text(json.dumps(jsonable(results), indent=2))
     return results
+
+
+def with_replies(
+    stats: dict[str, Any], llm: Any, phases: Sequence[tuple[str, dict[str, Any] | None]] = ()
+) -> dict[str, Any]:
+    """`stats` plus the real vs simulated replies of the run (``replies``; with cumulative
+    snapshots taken after each phase, also ``replies_by_phase``), when the LLM marks its replies."""
+    total = reply_counts(llm)
+    if total is None:
+        return stats
+    out = {**stats, "replies": total}
+    if phases:
+        before: dict[str, Any] | None = None
+        out["replies_by_phase"] = {}
+        for name, snap in phases:
+            out["replies_by_phase"][name] = delta(snap, before) if snap else delta(total, total)
+            before = snap or before
+    return out
 
 
 def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Build (or reuse) and freeze memory, then train one selector per seed; writes
     ``training.json`` (snapshot path, best checkpoint per seed) into `cfg.out_dir`."""
+    _one_split(cfg)
     prepared = prepare(cfg)
     llm = make_protocol_llm(cfg, prepared)
     snapshot_path = _built_or_given(cfg, prepared, llm, progress)
@@ -96,9 +128,12 @@ def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | N
         "config": config_json(cfg),
         "snapshot": str(snapshot_path),
         "training": training,
-        "llm": llm_stats(llm),
+        "llm": with_replies(llm_stats(llm), llm),
         "provenance": provenance(prepared.split, prepared.tasks),
     }
+    recorded = recorded_summary(cfg, prepared, llm)
+    if recorded is not None:
+        record["recorded"] = recorded
     Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
     (Path(cfg.out_dir) / "training.json").write_text(json.dumps(jsonable(record), indent=2))
     return record
@@ -115,6 +150,7 @@ def evaluate_all(
     (``{seed: path}`` for the paper layout or ``{layout: {seed: path}}``) are checked (existence,
     observation layout) before any episode runs. With `write`, the results go to
     ``<out_dir>/results.json``. `progress("evaluate", done, total)` counts policy × seed runs."""
+    _one_split(cfg)
     if cfg.store is None:
         raise ProtocolError("evaluation needs a frozen snapshot (--store)")
     prepared = prepare(cfg)
@@ -148,10 +184,20 @@ def evaluate_all(
         "split": {k: len(v) for k, v in asdict(prepared.split).items()},
         "snapshot": {"path": str(cfg.store), "records": len(snapshot.records), "manifest": snapshot.manifest},
         "policies": policies,
-        "llm": llm_stats(llm),
+        "llm": with_replies(llm_stats(llm), llm),
         "provenance": provenance(prepared.split, prepared.tasks),
     }
+    recorded = recorded_summary(cfg, prepared, llm)
+    if recorded is not None:
+        results["recorded"] = recorded
     if write:
         Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
         (Path(cfg.out_dir) / "results.json").write_text(json.dumps(jsonable(results), indent=2))
     return results
+
+
+def _one_split(cfg: ProtocolConfig) -> None:
+    if cfg.split_seeds:
+        raise ProtocolError(
+            "split rotation (split_seeds) runs the whole protocol: use run_protocol / cm-gym run"
+        )

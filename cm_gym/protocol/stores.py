@@ -20,19 +20,27 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Prepared:
-    """The benchmark, its tasks by id and the checked split of one run."""
+    """The benchmark, its tasks by id and the checked split of one run. `excluded` lists, per
+    side of the split, the tasks left out because the recorded LLM has no output for them
+    (``llm="recorded:<system>"``; None for any other LLM)."""
 
     spec: BenchmarkSpec
     tasks: dict[str, Task]
     split: Split
+    excluded: dict[str, list[str]] | None = None
 
 
 def prepare(cfg: ProtocolConfig) -> Prepared:
-    """Load the benchmark's tasks and make the (capped) split; refuse any overlap (Eq. 14)."""
+    """Load the benchmark's tasks and make the (capped) split; refuse any overlap (Eq. 14). With
+    the recorded LLM, each side of the split keeps only the tasks it has a published output for
+    (the split itself is the one any other LLM gets), before the caps."""
     cfg.validate()
     spec = get_benchmark(cfg.benchmark)
     tasks = spec.load(cfg.data)
     split = make_split(tasks, seed=cfg.split_seed, by_env=spec.split_by_env)
+    excluded = None
+    if cfg.llm.startswith("recorded:"):
+        split, excluded = _recorded_only(cfg.llm, split, tasks)
     train = split.train[: cfg.n_train] if cfg.n_train else split.train
     validation = train[: max(1, int(round(len(train) * cfg.validation_fraction)))]
     split = Split(
@@ -42,7 +50,43 @@ def prepare(cfg: ProtocolConfig) -> Prepared:
         eval=split.eval[: cfg.n_eval] if cfg.n_eval else split.eval,
     )
     split.check()
-    return Prepared(spec, {t.task_id: t for t in tasks}, split)
+    return Prepared(spec, {t.task_id: t for t in tasks}, split, excluded)
+
+
+def _recorded_only(spec: str, split: Split, tasks: Sequence[Task]) -> tuple[Split, dict[str, list[str]]]:
+    """`split` restricted to the tasks the recorded system answers, and what each side lost."""
+    from cm_gym.llm.recorded import recorded_task_ids
+
+    covered = set(recorded_task_ids(spec, tasks)[0])
+    if not covered:
+        raise ProtocolError(f"{spec} has no published output for any task of this benchmark")
+    sides = {name: getattr(split, name) for name in ("build", "train", "eval")}
+    excluded = {name: [i for i in ids if i not in covered] for name, ids in sides.items()}
+    if any(excluded.values()):
+        logger.warning(
+            "%s: left out %s task(s) without a published output", spec,
+            ", ".join(f"{len(v)} {k}" for k, v in excluded.items() if v),
+        )  # fmt: skip
+    kept = {name: tuple(i for i in ids if i in covered) for name, ids in sides.items()}
+    return Split(validation=(), **kept), excluded
+
+
+def recorded_summary(cfg: ProtocolConfig, prepared: Prepared, llm: Any = None) -> dict[str, Any] | None:
+    """What ``results.json`` records of a recorded-LLM run (its replies are under ``llm``): the
+    system, its ladder of later drafts, and the tasks left out per split side (counts and ids)."""
+    if prepared.excluded is None:
+        return None
+    inner = llm
+    for _ in range(8):  # the RecordedLLM under any cache / timing wrappers
+        if inner is None or hasattr(inner, "ladder"):
+            break
+        inner = getattr(inner, "inner", None)
+    return {
+        "system": cfg.llm.split(":", 1)[1],
+        "ladder": list(getattr(inner, "ladder", ()) or ()),
+        "excluded": {k: len(v) for k, v in prepared.excluded.items()},
+        "excluded_ids": prepared.excluded,
+    }
 
 
 def check_snapshot(snapshot: Any, prepared: Prepared) -> None:

@@ -72,7 +72,7 @@ def _with_driver_cache(unit: Unit) -> Unit:
     """A real LLM without an explicit cache file uses the *driver's* default cache, so every
     worker's replies land in one file (a node's own default would scatter them)."""
     llm = str(unit.params.get("llm", "simulated"))
-    if unit.runtime.get("llm_cache") or llm.startswith("simulated") or "llm" not in unit.params:
+    if unit.runtime.get("llm_cache") or llm.startswith(("simulated", "recorded")) or "llm" not in unit.params:
         return unit
     from cm_gym.llm.cache import default_cache_path
 

@@ -67,12 +67,13 @@ class SlotLimit(gym.Wrapper):
             [i for j in range(n_slots + 1, F.N_SLOTS + 1) for i in range(F.slot(j).start, F.slot(j).stop)],
             dtype=np.int64,
         )
-        self._last_mask = np.ones(F.N_ACTIONS, dtype=bool)
+        self._pairs = getattr(env.action_space, "n", F.N_ACTIONS) == F.N_PAIR_ACTIONS  # the pair space
+        self._last_mask = np.ones(F.N_PAIR_ACTIONS if self._pairs else F.N_ACTIONS, dtype=bool)
 
     def _limit(self, obs: np.ndarray, info: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
         obs = np.array(obs, dtype=np.float32, copy=True)
         obs[self._hidden] = 0.0
-        self._last_mask = F.mask_from_observation(obs)
+        self._last_mask = F.mask_from_observation(obs, pairs=self._pairs)
         info = dict(info)
         info["action_mask"] = self._last_mask.copy()
         return obs, info

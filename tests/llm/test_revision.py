@@ -86,3 +86,38 @@ def test_default_rates_mix_branches_at_their_frequency(toy: list[Task]) -> None:
     revised = _revisions(SimulatedLLM(seed=0), task, MATCH, n=80)
     share = sum(r != DRAFT for r in revised) / len(revised)
     assert 0.65 <= share <= 0.93 and set(revised) == {DRAFT, DRAFT.replace("age >= 30", "age > 30")}
+
+
+TABLE = RecordView("rec-t", "Situation: table", a_minus="FROM users", a_plus="FROM members")
+
+
+def _pair_revisions(llm: SimulatedLLM, task: Task, draft: str, n: int = 30) -> list[str]:
+    domain = get_domain(task.domain)
+    agent = BaseAgent(llm, domain, domain.make_evaluator())
+    return [
+        agent.revise_with_records(AgentState(task).with_reflection(f"n{i}"), draft, [MATCH, TABLE], Cost())
+        for i in range(n)
+    ]
+
+
+def test_two_records_are_treated_as_two_one_record_revisions(toy: list[Task], tmp_path: Path) -> None:
+    """REVISE_WITH_RECORDS: each record as one REVISE_WITH_RECORD would treat it, in order, on
+    the draft the previous one left (no new rate: the one-record rates, independently)."""
+    task = next(t for t in toy if t.features["boundary"] == "strict")
+    domain = get_domain(task.domain)
+    blind = Task(task.task_id, task.domain, task.prompt, task.env_id, "", features=task.features)
+    first = domain.apply_contrast(blind, DRAFT, MATCH.a_minus, MATCH.a_plus)
+    both = domain.apply_contrast(blind, first, TABLE.a_minus, TABLE.a_plus)
+    assert first not in (None, DRAFT) and both not in (None, first)
+    always = SimulatedLLM(revision_rates=_rates_file(tmp_path, apply=1.0))
+    assert set(_pair_revisions(always, task, DRAFT)) == {both}
+    never = SimulatedLLM(revision_rates=_rates_file(tmp_path, apply=0.0))
+    assert set(_pair_revisions(never, task, DRAFT)) == {DRAFT}
+    mixed = _pair_revisions(SimulatedLLM(seed=0), task, DRAFT, n=120)
+    share_both = sum(r == both for r in mixed) / len(mixed)
+    assert 0.45 <= share_both <= 0.82  # ≈ 0.8² under llmtoy's one-record apply rate of 0.8
+    assert set(mixed) <= {DRAFT, first, both, DRAFT.replace("users", "members")}
+    with pytest.raises(ValueError, match="exactly two"):
+        BaseAgent(always, domain, domain.make_evaluator()).revise_with_records(
+            AgentState(task), DRAFT, [MATCH], Cost()
+        )

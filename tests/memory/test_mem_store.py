@@ -15,7 +15,7 @@ import pytest
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.errors import DuplicateRecordError, EmbedderMismatchError, StoreError
 from cm_gym.memory.record import Record, compute_record_id
-from cm_gym.memory.schema import MIGRATIONS, RECORD_COLUMNS, SCHEMA_VERSION
+from cm_gym.memory.schema import LEGACY_RECORD_COLUMNS, MIGRATIONS, SCHEMA_VERSION
 from cm_gym.memory.snapshot import load_readonly
 from cm_gym.memory.store import RecordStore
 
@@ -129,10 +129,10 @@ def test_migration_from_version_1(tmp_path: Path, make_record) -> None:
         [("domain", "memtoy"), ("embedder_id", emb.embedder_id), ("dim", "512"), ("capacity", "200")],
     )
     r = make_record(created_order=7)
-    row = [getattr(r, c) for c in RECORD_COLUMNS[:-1]]
-    row[RECORD_COLUMNS.index("evidence")] = '{"score_minus": 0.0, "score_plus": 1.0}'
+    row = [getattr(r, c) for c in LEGACY_RECORD_COLUMNS[:-1]]
+    row[LEGACY_RECORD_COLUMNS.index("evidence")] = '{"score_minus": 0.0, "score_plus": 1.0}'
     row.append(emb.embed_one(r.situation).astype("<f4").tobytes())
-    conn.execute(f"INSERT INTO records VALUES ({', '.join('?' * len(RECORD_COLUMNS))})", row)
+    conn.execute(f"INSERT INTO records VALUES ({', '.join('?' * len(LEGACY_RECORD_COLUMNS))})", row)
     conn.close()
     with RecordStore(path) as s:
         assert s._conn.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION

@@ -35,6 +35,11 @@ class DafnyDomain(Domain):
         `ToolNotFoundError` when `dafny` is not installed."""
         return DafnyEvaluator(**kwargs)
 
+    def recording_key(self, task: Task) -> str | None:
+        """A DafnyBench task's key among published model outputs: its hint-free file name."""
+        name = task.meta.get("file")
+        return str(name) if name else None
+
     def edit_operators(self, task: Task, action: str) -> list[Edit]:
         return dafny_edit_operators(task, action)
 

@@ -167,7 +167,11 @@ def _digest(path: Path) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _load(path_text: str) -> tuple[tuple[Task, ...], LoadReport]:
+def vetted_problems(
+    path_text: str,
+) -> tuple[tuple[tuple[dict[str, Any], TestSuite, tuple[InjectedBug, ...]], ...], LoadReport]:
+    """Every problem of the file with its suite (cases the canonical solution fails removed) and
+    its vetted bugs (possibly none), plus what loading saw; vetting is cached (module doc)."""
     path = Path(path_text)
     report = LoadReport()
     rows = read_problems(path, report.refused)
@@ -177,19 +181,24 @@ def _load(path_text: str) -> tuple[tuple[Task, ...], LoadReport]:
     except (OSError, json.JSONDecodeError):
         cached = {}
     injector = Injector(cached)
-    tasks: list[Task] = []
+    problems = []
     try:
         for row in rows:
-            suite = _suite(row, report)
-            suite, bugs = injector.bugs_for(row, suite, report)
-            tasks.extend(_task(row, suite, bug) for bug in bugs)
+            suite, bugs = injector.bugs_for(row, _suite(row, report), report)
+            problems.append((row, suite, tuple(bugs)))
     finally:
         injector.close()
     if injector.changed:
         tmp = cache_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(injector.cache), encoding="utf-8")
         tmp.replace(cache_file)
-    return tuple(tasks), report
+    return tuple(problems), report
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path_text: str) -> tuple[tuple[Task, ...], LoadReport]:
+    problems, report = vetted_problems(path_text)
+    return tuple(_task(row, suite, bug) for row, suite, bugs in problems for bug in bugs), report
 
 
 def load_humaneval_tasks(

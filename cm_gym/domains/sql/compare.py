@@ -10,12 +10,17 @@
 `partial_score` is the optional partial credit: the multiset overlap of rows divided by the larger
 row count (0 when the column counts differ), halved when only the order is wrong, and capped at
 0.99 so that only a correct result scores 1.
+
+Multisets are compared by sorting, never by hashing: the rows come from an untrusted query, and
+Python's hashes of small integers collide on purpose-built values (``hash(-1) == hash(-2)``), so a
+``Counter`` of 20,000 such rows took minutes in the trusted process. Every normalised value is
+type-tagged and the values of one tag are mutually comparable, so rows have a total order and a
+sort costs O(n log n) comparisons whatever the values are.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,13 +30,16 @@ MAX_PERMUTATIONS = 720
 
 
 def norm_value(value: Any, digits: int) -> tuple[int, Any]:
-    """Hashable, type-tagged, tolerance-rounded value (NULL-safe; 1 and 1.0 are equal)."""
+    """Type-tagged, tolerance-rounded value (NULL-safe; 1 and 1.0 are equal); values of one tag
+    are mutually comparable, so normalised rows sort (NaN gets a tag of its own)."""
     if value is None:
         return (0, 0)
     if isinstance(value, (bool, int)):
         return (1, int(value))
     if isinstance(value, float):
-        if value == value and abs(value) < 1e18 and value == int(value):
+        if value != value:
+            return (5, 0)
+        if abs(value) < 1e18 and value == int(value):
             return (1, int(value))
         return (1, float(f"{value:.{digits}g}"))
     if isinstance(value, str):
@@ -58,7 +66,7 @@ class Result:
     ncols: int
     digits: int = 10
     _norm: list[Row] | None = None
-    _counter: Counter[Row] | None = None
+    _sorted: list[Row] | None = None
 
     @property
     def norm(self) -> list[Row]:
@@ -68,17 +76,36 @@ class Result:
         return self._norm
 
     @property
-    def counter(self) -> Counter[Row]:
-        if self._counter is None:
-            self._counter = Counter(self.norm)
-        return self._counter
+    def sorted(self) -> list[Row]:
+        """The normalised rows in their total order: the multiset, without hashing a value."""
+        if self._sorted is None:
+            self._sorted = sorted(self.norm)
+        return self._sorted
+
+
+def _overlap(a: list[Row], b: list[Row]) -> int:
+    """Size of the multiset intersection of two sorted row lists (one merge walk)."""
+    i = j = n = 0
+    while i < len(a) and j < len(b):
+        if a[i] == b[j]:
+            n, i, j = n + 1, i + 1, j + 1
+        elif a[i] < b[j]:
+            i += 1
+        else:
+            j += 1
+    return n
+
+
+def _distinct(rows: list[Row]) -> list[Row]:
+    """The distinct rows of a sorted list, in order."""
+    return [r for k, r in enumerate(rows) if k == 0 or r != rows[k - 1]]
 
 
 def _permutations(pred: Result, ref: Result) -> list[tuple[int, ...]]:
     """Column orders of `pred` whose per-column value multisets match those of `ref`."""
     n = ref.ncols
-    sig_ref = [Counter(r[i] for r in ref.norm) for i in range(n)]
-    sig_pred = [Counter(r[i] for r in pred.norm) for i in range(n)]
+    sig_ref = [sorted(r[i] for r in ref.norm) for i in range(n)]
+    sig_pred = [sorted(r[i] for r in pred.norm) for i in range(n)]
     options = [[j for j in range(n) if sig_pred[j] == sig_ref[i]] for i in range(n)]
     if any(not o for o in options):
         return []
@@ -92,7 +119,7 @@ def _permutations(pred: Result, ref: Result) -> list[tuple[int, ...]]:
 
 
 def _equal(pred_rows: Sequence[Row], ref: Result, ordered: bool) -> bool:
-    return list(pred_rows) == ref.norm if ordered else Counter(pred_rows) == ref.counter
+    return list(pred_rows) == ref.norm if ordered else sorted(pred_rows) == ref.sorted
 
 
 def compare(pred: Result, ref: Result, *, ordered: bool) -> Comparison:
@@ -114,12 +141,12 @@ def compare(pred: Result, ref: Result, *, ordered: bool) -> Comparison:
 
 
 def _explain(pred: Result, ref: Result, ordered: bool) -> Comparison:
-    overlap = sum((pred.counter & ref.counter).values())
+    overlap = _overlap(pred.sorted, ref.sorted)
     size = max(len(pred.rows), len(ref.rows), 1)
     partial = overlap / size
-    if ordered and pred.counter == ref.counter:
+    if ordered and pred.sorted == ref.sorted:
         return Comparison(False, min(0.99, 0.5 * partial), "the right rows in the wrong order")
-    if set(pred.counter) == set(ref.counter):
+    if _distinct(pred.sorted) == _distinct(ref.sorted):
         hint = "the right distinct rows, but with the wrong number of repeats (check DISTINCT)"
         return Comparison(False, min(0.99, partial), hint)
     extra = len(pred.rows) - overlap

@@ -31,6 +31,11 @@ class SQLDomain(Domain):
         """`SQLEvaluator(step_budget=100_000_000, row_cap=10000, partial_credit=False, digits=10)`."""
         return SQLEvaluator(**kwargs)
 
+    def recording_key(self, task: Task) -> str | None:
+        """A Spider question's key among published predictions: its database and its question
+        (the format of `cm_gym.llm.recordings.spider_key`)."""
+        return f"{task.env_id}\x1f{task.prompt}"
+
     def edit_operators(self, task: Task, action: str) -> list[Edit]:
         from cm_gym.domains.sql.edits import edit_operators
 

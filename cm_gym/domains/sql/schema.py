@@ -91,14 +91,16 @@ class Schema:
         return truncate(text, limit)
 
 
-def introspect(path: Path | str, db_id: str, *, immutable: bool = True) -> Schema:
-    """Read the schema of a SQLite file (read-only)."""
+def introspect(path: Path | str, db_id: str, *, immutable: bool = True, views: bool = False) -> Schema:
+    """Read the schema of a SQLite file (read-only); with `views`, views are listed like tables
+    (an agent queries them alike)."""
     conn = connect_ro(path, immutable=immutable)
+    kinds = "('table', 'view')" if views else "('table')"
     try:
         names = [
             r[0]
             for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
+                f"SELECT name FROM sqlite_master WHERE type IN {kinds} AND name NOT LIKE 'sqlite_%' "
                 "ORDER BY rowid"
             )
         ]
