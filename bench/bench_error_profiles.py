@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.analysis.real_errors import ErrorSample, collectors
+from cm_gym.analysis.real_errors import ErrorSample
+from cm_gym.analysis.real_errors_compare import collectors
 from cm_gym.analysis.real_errors_fit import fit_profile
 from cm_gym.analysis.real_errors_report import kinds_table, summary_row, summary_table
 from cm_gym.llm.profiles import load_profile, profile_names, write_profile

@@ -231,8 +231,8 @@ FIXUPS = (
     ),
     (
         "cm_gym/studies/experiments/unit.py",
-        '_IN_CODE_VERSION = ("experiments/units.py", "experiments/unit.py", "experiments/runner.py")',
-        '_IN_CODE_VERSION = (\n    "studies/experiments/units.py",\n    "studies/experiments/unit.py",\n    "studies/experiments/runner.py",\n)',
+        '_IN_CODE_VERSION = (\n    "experiments/units.py",\n    "experiments/units_change.py",\n    "experiments/unit.py",\n    "experiments/runner.py",\n)',
+        '_IN_CODE_VERSION = (\n    "studies/experiments/units.py",\n    "studies/experiments/units_change.py",\n    "studies/experiments/unit.py",\n    "studies/experiments/runner.py",\n)',
     ),
     (
         "cm_gym/memory/defaults.py",

@@ -27,7 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cm_gym.analysis.real_errors import ErrorSample, collectors, distance, tv_distance
+from cm_gym.analysis.real_errors import ErrorSample, distance, tv_distance
+from cm_gym.analysis.real_errors_compare import collectors
 from cm_gym.llm.profiles import Profile
 from cm_gym.types import Task
 

@@ -1,4 +1,4 @@
-"""Text tables of real-vs-simulated error comparisons (`cm_gym.analysis.real_errors.compare`):
+"""Text tables of real-vs-simulated error comparisons (`cm_gym.analysis.real_errors_compare.compare`):
 the kind distribution side by side, and one summary line per (domain, system)."""
 
 from __future__ import annotations

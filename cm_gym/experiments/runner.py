@@ -76,6 +76,7 @@ _counter = itertools.count()
 def execute_unit(unit: Unit, inputs: Mapping[str, UnitResult], results_dir: str) -> UnitResult:
     """Run one unit in a private folder and move it into place (what every backend worker runs)."""
     from cm_gym.experiments import units as _units  # noqa: F401 - registers the unit kinds
+    from cm_gym.experiments import units_change as _units_change  # noqa: F401 - and the change kinds
 
     final = unit_dir(Path(results_dir), unit)
     done = load_result(Path(results_dir), unit)

@@ -39,7 +39,12 @@ def unit_kind(name: str) -> Callable[[UnitFn], UnitFn]:
 #: Sources that cannot change a unit's result (the CLI, report writing, the studies' planning and
 #: reporting — a unit's parameters are explicit), so editing a report does not recompute units.
 _NOT_IN_CODE_VERSION = ("cli/", "report.py", "experiments/")
-_IN_CODE_VERSION = ("experiments/units.py", "experiments/unit.py", "experiments/runner.py")
+_IN_CODE_VERSION = (
+    "experiments/units.py",
+    "experiments/units_change.py",
+    "experiments/unit.py",
+    "experiments/runner.py",
+)
 
 
 @cache

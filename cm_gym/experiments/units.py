@@ -310,6 +310,3 @@ def evaluate_unit(p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdi
         build = built["cost"] if built is not None else cost_dict(Cost())
     episodes = mechanism.run_episodes(ctx, tasks, score_drafts=True)
     return {"episodes": episodes, "build_cost": build, "describe": mechanism.describe()}
-
-
-from cm_gym.experiments import units_change as _units_change  # noqa: E402, F401 - registers its kinds

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.experiments.runner import ExperimentError, UnitResult, unit_kind
+from cm_gym.experiments.unit import ExperimentError, UnitResult, unit_kind
 from cm_gym.experiments.units import benchmark_tasks, context, protocol_config, snapshot_path, tasks_for
 from cm_gym.registry import get_benchmark, get_domain
 from cm_gym.types import Task

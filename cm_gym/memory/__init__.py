@@ -26,11 +26,11 @@ from cm_gym.memory.errors import (
     StoreReadOnlyError,
 )
 from cm_gym.memory.freshness import FreshView, exclusion_reason
+from cm_gym.memory.opening import open_store
 from cm_gym.memory.record import Record, compute_record_id
 from cm_gym.memory.retention import RETENTION_POLICIES, RetentionWeights, choose_evictions
 from cm_gym.memory.retrieval import MODES, Retrieved, Retriever, record_view
 from cm_gym.memory.reverify import ReverifyConfig, ReverifySummary, Verdict, reverify_store
-from cm_gym.memory.opening import open_store
 from cm_gym.memory.snapshot import FrozenStore, load_readonly
 from cm_gym.memory.store import RecordStore
 from cm_gym.memory.summary import BuildSummary

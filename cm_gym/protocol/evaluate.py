@@ -83,7 +83,6 @@ def evaluate_policies(
     per task (``paired_ci``), and over seeds and tasks (``paired_ci_two_level``); its per-task
     scores by seed are kept (``per_task_scores``) so CIs can be recomputed or pooled. `progress(done, total)` is called
     after each policy × seed run."""
-    from cm_gym.protocol.custom import report_masked
     from cm_gym.llm.replies import delta, reply_counts
     from cm_gym.metrics import (
         aggregate_seeds,
@@ -93,6 +92,7 @@ def evaluate_policies(
         summarize,
         two_level_comparisons,
     )
+    from cm_gym.protocol.custom import report_masked
     from cm_gym.training import run_episodes
 
     by_layout = checkpoints_by_layout(checkpoints)

@@ -30,11 +30,13 @@ logger = logging.getLogger(__name__)
 
 
 def run_rotated(
-    cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | None = None
+    cfg: ProtocolConfig,
+    progress: Callable[[str, int, int], None] | None = None,
+    *,
+    run_protocol: Callable[..., dict[str, Any]],
 ) -> dict[str, Any]:
-    """`run_protocol` once per seed of `cfg.split_seeds`, then `pool_results`, written to
-    ``<out_dir>/results.json``."""
-    from cm_gym.protocol.run import run_protocol
+    """`run_protocol` (`cm_gym.protocol.run`'s, which calls this) once per seed of
+    `cfg.split_seeds`, then `pool_results`, written to ``<out_dir>/results.json``."""
     from cm_gym.protocol.stores import prepare
 
     cfg.validate()

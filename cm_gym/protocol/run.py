@@ -46,7 +46,7 @@ def run_protocol(
     if cfg.split_seeds:
         from cm_gym.protocol.rotation import run_rotated
 
-        return run_rotated(cfg, progress)
+        return run_rotated(cfg, progress, run_protocol=run_protocol)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cm_gym.analysis.real_errors import compare
+from cm_gym.analysis.real_errors_compare import compare
 from cm_gym.analysis.real_errors_dafny import classify_dafny
 from cm_gym.analysis.real_errors_humaneval import classify_python
 
