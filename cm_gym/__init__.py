@@ -4,9 +4,9 @@ counterfactual memory record. Importing the package registers the built-in env i
 
 from __future__ import annotations
 
-from cm_gym.registry import get_benchmark, get_domain, list_benchmarks, register_benchmark
-from cm_gym.types import Action, AgentState, Outcome, Split, Task
-from cm_gym.version import __version__  # noqa: F401 - cm_gym.__version__
+from cm_gym.core.types import Action, AgentState, Outcome, Split, Task
+from cm_gym.core.version import __version__  # noqa: F401 - cm_gym.__version__
+from cm_gym.domains.registry import get_benchmark, get_domain, list_benchmarks, register_benchmark
 
 __all__ = [
     "Action",
@@ -24,7 +24,7 @@ __all__ = [
 
 
 def _register_builtins() -> None:
-    from cm_gym.catalog import load_builtin_domains
+    from cm_gym.domains.catalog import load_builtin_domains
 
     load_builtin_domains()
 
@@ -49,11 +49,11 @@ def __getattr__(name: str) -> object:
     """Lazy public API: `check_domain`, `DomainCheckError`, `evaluate_policies` (they import the
     memory and protocol layers, which plain ``import cm_gym`` does not need)."""
     if name in ("check_domain", "DomainCheckError"):
-        from cm_gym import domain_check
+        from cm_gym.domains import check as domain_check
 
         return getattr(domain_check, name)
     if name == "evaluate_policies":
-        from cm_gym.evaluation import evaluate_policies
+        from cm_gym.protocol.evaluation import evaluate_policies
 
         return evaluate_policies
     raise AttributeError(f"module 'cm_gym' has no attribute {name!r}")

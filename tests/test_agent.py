@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 
 from cm_gym.agent import BaseAgent, Cost, Decision, RecordView, reuse_label
+from cm_gym.core.types import AgentState, Outcome
 from cm_gym.llm.base import DRAFT_ACTION, REFLECT, REVISE_WITH_RECORD, Completion
-from cm_gym.types import AgentState, Outcome
 from tests.toy_domain import ToyDomain, toy_tasks
 
 
@@ -98,8 +98,8 @@ def test_draft_reuse_label_compares_with_the_memory_free_draft() -> None:
 
 
 def _sql_agent(replies: Mapping[str, str]) -> tuple[BaseAgent, Any]:
+    from cm_gym.domains.registry import get_benchmark
     from cm_gym.domains.sql.domain import SQLDomain
-    from cm_gym.registry import get_benchmark
 
     domain = SQLDomain()
     return BaseAgent(ScriptedLLM(replies), domain, domain.make_evaluator()), get_benchmark(

@@ -16,7 +16,7 @@ import pytest
 from cm_gym.cli import main, make_parser
 from cm_gym.cli._args import OPTIONS
 from cm_gym.protocol import ProtocolConfig, ProtocolError
-from cm_gym.report import results_table
+from cm_gym.protocol.report import results_table
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -166,7 +166,7 @@ def test_train_then_evaluate_with_training_seeds_custom_policy_and_outputs(
 
 
 def test_a_seed_retrained_in_place_replaces_its_tensorboard_run(tmp_path: Path) -> None:
-    from cm_gym.outputs import remove_tensorboard_runs
+    from cm_gym.protocol.outputs import remove_tensorboard_runs
 
     for name in ("seed0_1", "seed0_2", "seed1_1", "seed0_x", "seed10_1"):
         (tmp_path / name).mkdir()

@@ -12,12 +12,12 @@ import pytest
 
 import cm_gym
 from cm_gym.cli import main
-from cm_gym.datacheck import check_dataset
+from cm_gym.cli.datacheck import check_dataset
+from cm_gym.core.splits import make_split
+from cm_gym.domains.registry import DataRootError, get_benchmark
 from cm_gym.memory.defaults import DEFAULT_SPLIT_SEED, default_snapshot
 from cm_gym.memory.store import RecordStore
 from cm_gym.protocol import ProtocolConfig, prepare
-from cm_gym.registry import DataRootError, get_benchmark
-from cm_gym.splits import make_split
 
 QF_NRA = """(set-logic QF_NRA)
 (set-info :status {status})

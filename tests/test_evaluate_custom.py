@@ -9,10 +9,10 @@ import torch
 from sb3_contrib import MaskablePPO
 
 import cm_gym
-from cm_gym.evaluation import load_policy
 from cm_gym.protocol import ProtocolError
-from cm_gym.report import results_table
-from cm_gym.training import MaskedActionError
+from cm_gym.protocol.evaluation import load_policy
+from cm_gym.protocol.report import results_table
+from cm_gym.protocol.training import MaskedActionError
 from tests.envs.toy_env import TOY_BENCHMARK, make_toy
 from tests.policy_fixtures import AlwaysFour, HighestSlot, MaskSpy, make_policy
 

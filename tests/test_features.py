@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from cm_gym import features as F
+from cm_gym.envs import features as F
 
 
 def test_layout_slices_cover_98_dims_without_overlap() -> None:

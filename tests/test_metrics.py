@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from cm_gym.metrics import EpisodeCounters, aggregate_seeds, paired, summarize
+from cm_gym.envs.metrics import EpisodeCounters, aggregate_seeds, paired, summarize
 
 
 def _episode(task: str, infos: list[dict]) -> dict:
@@ -217,7 +217,7 @@ def test_worse_than_draft_uses_its_own_denominator() -> None:
 
 
 def test_paired_bootstrap_averages_seeds_per_task_and_brackets_the_difference() -> None:
-    from cm_gym.metrics import paired_bootstrap, paired_comparisons, per_task
+    from cm_gym.envs.metrics import paired_bootstrap, paired_comparisons, per_task
 
     def eps(scores: list[float]) -> list[dict]:
         return [{"task_id": f"t{i}", "score": s} for i, s in enumerate(scores)]

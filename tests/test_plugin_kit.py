@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 import cm_gym
-from cm_gym.catalog import load_plugin
-from cm_gym.domain_check import DomainCheckError, check_domain
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.base import Distillation, ErrorModel, ErrorOperator, PredicateFn
-from cm_gym.registry import RegistryError, register_benchmark
-from cm_gym.types import Action, AgentState, Outcome, Task
+from cm_gym.domains.catalog import load_plugin
+from cm_gym.domains.check import DomainCheckError, check_domain
+from cm_gym.domains.registry import RegistryError, register_benchmark
 from tests.toy_domain import ToyDomain, toy_tasks
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ PLUGIN_RUN = """
 import gymnasium as gym
 import numpy as np
 import cm_gym
-from cm_gym.registry import get_benchmark
+from cm_gym.domains.registry import get_benchmark
 
 spec = get_benchmark("Ranges")
 print("ID", spec.env_id)

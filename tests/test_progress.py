@@ -9,10 +9,10 @@ import time
 import gymnasium as gym
 import pytest
 
-import cm_gym.progress as progress
+import cm_gym.core.progress as progress
 from cm_gym.cli.run import PhaseBar
-from cm_gym.progress import LineProgress, progress_bar
-from cm_gym.training import DecisionProgress
+from cm_gym.core.progress import LineProgress, progress_bar
+from cm_gym.protocol.training import DecisionProgress
 
 
 class _Tty(io.StringIO):

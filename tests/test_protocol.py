@@ -12,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from cm_gym.core.types import CmGymError, Split, SplitOverlapError
 from cm_gym.protocol import (
     POLICIES,
     Prepared,
@@ -23,7 +24,6 @@ from cm_gym.protocol import (
     prepare,
     run_protocol,
 )
-from cm_gym.types import CmGymError, Split, SplitOverlapError
 
 pytestmark = pytest.mark.slow
 
@@ -142,7 +142,7 @@ def test_checkpoint_with_another_observation_size_is_refused_before_work(
 
     from stable_baselines3 import DQN
 
-    from cm_gym.features import ObservationLayoutError
+    from cm_gym.envs.features import ObservationLayoutError
 
     with pytest.raises(ObservationLayoutError):
         MaskedDQN("MlpPolicy", Tiny())

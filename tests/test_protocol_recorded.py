@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from cm_gym.cli.run import llm_line
+from cm_gym.domains.registry import get_benchmark
 from cm_gym.llm.recordings import spider_key
 from cm_gym.llm.simulated import SimulatedLLM
 from cm_gym.protocol import ProtocolConfig, run_protocol
 from cm_gym.protocol.stores import prepare
-from cm_gym.registry import get_benchmark
 
 pytestmark = pytest.mark.slow
 SYSTEM = "toy-recorded"

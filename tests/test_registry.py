@@ -4,7 +4,7 @@ import gymnasium as gym
 import pytest
 
 import cm_gym
-from cm_gym.registry import RegistryError, get_benchmark, register_benchmark
+from cm_gym.domains.registry import RegistryError, get_benchmark, register_benchmark
 from tests.toy_domain import ToyDomain, toy_tasks
 
 

@@ -30,8 +30,8 @@ def test_masked_ppo_trains_on_rllib_and_never_picks_a_masked_slot() -> None:
     import ray
     import torch
 
+    from cm_gym.envs.wrappers import make_masked_env
     from cm_gym.memory.defaults import default_snapshot
-    from cm_gym.wrappers import make_masked_env
 
     env_config = {"env_id": "cm_gym/SQL-v0", "store": str(default_snapshot("SQL")), "mask_space": "box"}
     # tests/ray_backend keeps one session-wide cluster connected: join it rather than init twice

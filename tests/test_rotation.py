@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cm_gym.metrics import seed_averaged
+from cm_gym.envs.metrics import seed_averaged
 from cm_gym.protocol import ProtocolConfig, ProtocolError, evaluate_all, prepare, run_protocol
 
 

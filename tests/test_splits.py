@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from cm_gym.splits import make_split
-from cm_gym.types import Task
+from cm_gym.core.splits import make_split
+from cm_gym.core.types import Task
 
 
 def _tasks(n: int, envs: int = 5) -> list[Task]:

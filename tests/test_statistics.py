@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cm_gym.metrics import (
+from cm_gym.envs.metrics import (
     paired_bootstrap,
     per_task_by_seed,
     pool_summaries,
@@ -16,7 +16,7 @@ from cm_gym.metrics import (
     two_level_comparisons,
     two_level_paired_bootstrap,
 )
-from cm_gym.report import ci_table, markdown_table, results_json
+from cm_gym.protocol.report import ci_table, markdown_table, results_json
 
 
 def _seed_dominated(

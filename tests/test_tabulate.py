@@ -119,12 +119,12 @@ def test_evaluation_prefetch_changes_no_result(server: LLMServer, tmp_path: Path
 def test_construction_prefetch_changes_no_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Construction fetches the first drafts and each decision's DISTIL_RECORD calls at once (a
     cached LLM); the memory it builds is the memory of the plain sequential build."""
+    from cm_gym.agent.prefetch import prefetch_first_drafts
+    from cm_gym.domains.registry import get_benchmark, get_domain
     from cm_gym.llm.cache import ResponseCache
     from cm_gym.llm.cached import CachedLLM
     from cm_gym.memory.construction import build_memory
     from cm_gym.memory.store import RecordStore
-    from cm_gym.prefetch import prefetch_first_drafts
-    from cm_gym.registry import get_benchmark, get_domain
 
     spec = get_benchmark("SAT")  # SAT decisions often have several improving alternatives
     domain = get_domain(spec.domain_name)

@@ -4,7 +4,16 @@ import dataclasses
 
 import pytest
 
-from cm_gym.types import TRUNCATION, AgentState, Attempt, Outcome, Split, SplitOverlapError, Task, truncate
+from cm_gym.core.types import (
+    TRUNCATION,
+    AgentState,
+    Attempt,
+    Outcome,
+    Split,
+    SplitOverlapError,
+    Task,
+    truncate,
+)
 
 
 def _task(i: int = 0) -> Task:
@@ -53,7 +62,7 @@ def test_split_overlap_is_refused_with_ids() -> None:
 
 
 def test_check_all_uses_check_many_when_offered_and_refuses_a_short_answer() -> None:
-    from cm_gym.types import Action, CmGymError, check_all
+    from cm_gym.core.types import Action, CmGymError, check_all
 
     class One:
         def check(self, state: AgentState, action: Action) -> Outcome:
@@ -80,7 +89,7 @@ def test_task_digest_takes_dict_keys_of_mixed_types() -> None:
     import json
     from dataclasses import asdict
 
-    from cm_gym.types import task_digest
+    from cm_gym.core.types import task_digest
 
     mixed = Task("t1", "d", "p", "e", "r", meta={"input": {"p": 1, 5: "b"}})
     as_str = Task("t1", "d", "p", "e", "r", meta={"input": {"p": 1, "5": "b"}})

@@ -12,9 +12,9 @@ _MOVED = ("FAILED_PLUGINS", "load_builtin_domains", "load_plugin")
 
 
 def __getattr__(name: str) -> Any:
-    """The plugin loader moved to `cm_gym.catalog`; the old names keep working from here."""
+    """The plugin loader moved to `cm_gym.domains.catalog`; the old names keep working from here."""
     if name in _MOVED:
-        from cm_gym import catalog
+        from cm_gym.domains import catalog
 
         return getattr(catalog, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

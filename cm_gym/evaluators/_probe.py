@@ -14,10 +14,10 @@ import tempfile
 import threading
 from collections.abc import Sequence
 
+from cm_gym.core.types import CmGymError
 from cm_gym.evaluators._process import stage
 from cm_gym.evaluators.isolation import IsolationPlan, RLimits, libc_available, make_preexec, processes_of_uid
 from cm_gym.evaluators.rootfs import RootPlan, plan_root
-from cm_gym.types import CmGymError
 
 logger = logging.getLogger(__name__)
 

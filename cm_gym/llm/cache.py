@@ -44,7 +44,7 @@ MODES = ("rw", "ro", "off")
 
 def default_cache_path() -> Path:
     """``$CM_GYM_CACHE/llm/responses.sqlite`` (default ``~/.cache/cm_gym/...``), not created here."""
-    from cm_gym.paths import cache_root
+    from cm_gym.core.paths import cache_root
 
     return cache_root() / "llm" / "responses.sqlite"
 

@@ -2,7 +2,7 @@
 
 **This is not a language model.** It is a simulator for developing and testing memory selectors
 without a network or a GPU: it answers the cm_gym prompt templates by rule, from the domain's
-error model (`Domain.error_model()`), reached through `cm_gym.registry.get_domain(task.domain)`.
+error model (`Domain.error_model()`), reached through `cm_gym.domains.registry.get_domain(task.domain)`.
 
 Behaviour, per template:
 
@@ -62,6 +62,7 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Domain, ErrorModel, ErrorOperator, RevisionRates
 from cm_gym.llm.base import (
     BEST_OF_N_JUDGE,
@@ -80,7 +81,6 @@ from cm_gym.llm.parsers import edit_fragment, format_alternatives
 from cm_gym.llm.profiles import Profile, load_profile
 from cm_gym.llm.prompts import Rendered, render
 from cm_gym.llm.revision import CandidateCache, choose, choose_sequence, load_revision_rates
-from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
 
@@ -205,7 +205,7 @@ class SimulatedLLM:
 
     # -- internals ------------------------------------------------------------------------------
     def _domain(self, name: str) -> Domain:
-        from cm_gym.registry import get_domain  # lazy: the registry loads every domain plugin
+        from cm_gym.domains.registry import get_domain  # lazy: the registry loads every domain plugin
 
         return get_domain(name)
 

@@ -6,9 +6,7 @@ The memory package never imports an RL env or a selector agent (ARCHITECTURE.md)
 
 from __future__ import annotations
 
-from cm_gym.memory.admission import AdmissionResult, AdmissionWeights, decide_admission
-from cm_gym.memory.alternatives import Alternative, AlternativeGenerator
-from cm_gym.memory.conditions import (
+from cm_gym.domains.conditions import (
     GENERIC_PREDICATES,
     Condition,
     Predicate,
@@ -16,6 +14,8 @@ from cm_gym.memory.conditions import (
     parse_condition,
     parse_condition_or_none,
 )
+from cm_gym.memory.admission import AdmissionResult, AdmissionWeights, decide_admission
+from cm_gym.memory.alternatives import Alternative, AlternativeGenerator
 from cm_gym.memory.construction import ConstructionConfig, build_memory
 from cm_gym.memory.embedding import DIM, Embedder
 from cm_gym.memory.errors import (

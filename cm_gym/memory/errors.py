@@ -1,10 +1,10 @@
-"""Errors raised by the memory package (all subclasses of `cm_gym.types.CmGymError`). The
+"""Errors raised by the memory package (all subclasses of `cm_gym.core.types.CmGymError`). The
 condition grammar's `ConditionParseError` lives with the grammar, below the domains."""
 
 from __future__ import annotations
 
-from cm_gym.memory.conditions import ConditionParseError
-from cm_gym.types import CmGymError
+from cm_gym.core.types import CmGymError
+from cm_gym.domains.conditions import ConditionParseError
 
 __all__ = [
     "ConditionParseError",

@@ -1,5 +1,5 @@
 """Policy sources for the protocol: ``[NAME=]package.module:attribute`` names, objects with SB3's
-``predict``, factories ``make_policy(env, seed)`` (see `cm_gym.evaluation`), and the warning for a
+``predict``, factories ``make_policy(env, seed)`` (see `cm_gym.protocol.evaluation`), and the warning for a
 policy that picked masked actions. The protocol's evaluation and `evaluate_policies` share them."""
 
 from __future__ import annotations

@@ -83,8 +83,7 @@ def evaluate_policies(
     per task (``paired_ci``), and over seeds and tasks (``paired_ci_two_level``); its per-task
     scores by seed are kept (``per_task_scores``) so CIs can be recomputed or pooled. `progress(done, total)` is called
     after each policy × seed run."""
-    from cm_gym.llm.replies import delta, reply_counts
-    from cm_gym.metrics import (
+    from cm_gym.envs.metrics import (
         aggregate_seeds,
         paired,
         paired_comparisons,
@@ -92,8 +91,9 @@ def evaluate_policies(
         summarize,
         two_level_comparisons,
     )
+    from cm_gym.llm.replies import delta, reply_counts
     from cm_gym.protocol.custom import report_masked
-    from cm_gym.training import run_episodes
+    from cm_gym.protocol.training import run_episodes
 
     by_layout = checkpoints_by_layout(checkpoints)
     envs: dict[str, Any] = {}
@@ -179,7 +179,7 @@ class _EpisodePrefetch:
     ) -> None:
         if self.cached is None:
             return
-        from cm_gym.prefetch import prefetch_episodes
+        from cm_gym.agent.prefetch import prefetch_episodes
 
         if layout not in self.envs:
             self.envs[layout] = make_env(

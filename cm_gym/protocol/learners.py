@@ -1,5 +1,5 @@
 """Selector learners other than the built-in masked DQN, as plugins of the ``cm_gym.learners``
-entry-point group (`cm_gym.plugins`): a name (``--algo``) → ``"module:attr"`` of an object with
+entry-point group (`cm_gym.core.plugins`): a name (``--algo``) → ``"module:attr"`` of an object with
 ``train(cfg, snapshot, prepared, seed, llm, layout)`` (`train_selector`'s contract),
 ``load(checkpoint)`` (a policy with SB3's ``predict``) and ``owns(checkpoint)`` (a checkpoint it
 wrote). The protocol never imports a learner's module: the RLlib learners register from the Ray
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cm_gym.plugins import resolve, targets
+from cm_gym.core.plugins import resolve, targets
 
 GROUP = "cm_gym.learners"
 

@@ -60,7 +60,7 @@ def pool_results(
 ) -> dict[str, Any]:
     """The pooled results of one run per split seed (see the module doc); `envs`: each split's
     held-out environments, recorded."""
-    from cm_gym.metrics import (
+    from cm_gym.envs.metrics import (
         aggregate_seeds,
         paired_bootstrap,
         pool_summaries,

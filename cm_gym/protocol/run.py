@@ -13,6 +13,7 @@ from typing import Any
 from cm_gym.llm.replies import delta, reply_counts
 from cm_gym.protocol.config import ProtocolConfig, ProtocolError, config_json, jsonable
 from cm_gym.protocol.evaluate import Checkpoints, checkpoints_by_layout, evaluate_policies
+from cm_gym.protocol.provenance import provenance
 from cm_gym.protocol.selector import train_layouts
 from cm_gym.protocol.stores import (
     Prepared,
@@ -23,7 +24,6 @@ from cm_gym.protocol.stores import (
     prepare,
     recorded_summary,
 )
-from cm_gym.provenance import provenance
 
 
 def _built_or_given(
@@ -157,7 +157,7 @@ def evaluate_all(
     snapshot = load_snapshot(Path(cfg.store), prepared)
     if "cf_memory" in cfg.policies and "cf_memory" not in cfg.custom_policies:
         from cm_gym.agents.masked_dqn import MaskedDQN
-        from cm_gym.features import obs_dim
+        from cm_gym.envs.features import obs_dim
 
         for layout, paths in (checkpoints_by_layout(checkpoints) or {"paper": {}}).items():
             missing = [s for s in cfg.seeds if s not in paths or not Path(paths[s]).exists()]

@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cm_gym.analysis.calibrate import PAPER_TARGETS, Row, Target, compare, fit, linear_rate
-from cm_gym.analysis.calibrate_cache import CalibrationError, cache_table, fit_from_cache
-from cm_gym.analysis.calibrate_run import CalibrateConfig
 from cm_gym.domains.base import RevisionRates
+from cm_gym.envs.metrics import EpisodeCounters
 from cm_gym.llm.cache import ResponseCache
 from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.revision import load_revision_rates, save_revision_rates
 from cm_gym.llm.simulated import SimulatedLLM
-from cm_gym.metrics import EpisodeCounters
+from cm_gym.studies.analysis.calibrate import PAPER_TARGETS, Row, Target, compare, fit, linear_rate
+from cm_gym.studies.analysis.calibrate_cache import CalibrationError, cache_table, fit_from_cache
+from cm_gym.studies.analysis.calibrate_run import CalibrateConfig
 from tests.envs.toy_env import TOY_BENCHMARK, build_toy_store, make_toy
 from tests.toy_domain import toy_tasks
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cm_gym.analysis.diagnose import (
+from cm_gym.envs.features import OBS_DIM
+from cm_gym.studies.analysis.diagnose import (
     DiagnoseConfig,
     diagnose_table,
     feature_aucs,
@@ -15,8 +16,7 @@ from cm_gym.analysis.diagnose import (
     run_diagnose,
     slot_stats,
 )
-from cm_gym.analysis.peeked import SLOT_FEATURE_NAMES, PeekedDecision, SlotOutcome
-from cm_gym.features import OBS_DIM
+from cm_gym.studies.analysis.peeked import SLOT_FEATURE_NAMES, PeekedDecision, SlotOutcome
 
 
 def _slot(j: int, score: float, changed: bool, applies: float) -> SlotOutcome:
@@ -79,7 +79,7 @@ def test_peeked_classifier_fits_and_predicts_on_one_openmp_thread(monkeypatch: p
     from sklearn.ensemble import HistGradientBoostingClassifier
     from threadpoolctl import threadpool_info
 
-    from cm_gym.analysis.supervised import PeekedClassifier
+    from cm_gym.studies.analysis.supervised import PeekedClassifier
 
     seen: list[int] = []
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cm_gym.analysis.real_errors_compare import compare
-from cm_gym.analysis.real_errors_dafny import classify_dafny
-from cm_gym.analysis.real_errors_humaneval import classify_python
+from cm_gym.studies.analysis.real_errors_compare import compare
+from cm_gym.studies.analysis.real_errors_dafny import classify_dafny
+from cm_gym.studies.analysis.real_errors_humaneval import classify_python
 
 PROGRAM = """method Sum(n: nat) returns (s: nat)
   ensures s == n * (n + 1) / 2

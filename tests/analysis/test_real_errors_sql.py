@@ -1,4 +1,4 @@
-"""The SQL classifier of real wrong answers (`cm_gym.analysis.real_errors_sql`) on hand-written
+"""The SQL classifier of real wrong answers (`cm_gym.studies.analysis.real_errors_sql`) on hand-written
 pairs of each kind and on real rows, and the profile slips that produce those kinds."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cm_gym.analysis.real_errors import ErrorSample, Failure, distance, tv_distance
-from cm_gym.analysis.real_errors_sql import SQL_KINDS, classify_sql
+from cm_gym.core.types import Task
 from cm_gym.domains.sql import errormodel_profiles as prof
-from cm_gym.types import Task
+from cm_gym.studies.analysis.real_errors import ErrorSample, Failure, distance, tv_distance
+from cm_gym.studies.analysis.real_errors_sql import SQL_KINDS, classify_sql
 
 GOLD = "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.singer_id WHERE T1.age > 30"
 

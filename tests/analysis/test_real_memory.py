@@ -1,4 +1,4 @@
-"""Memory from real mistakes (`cm_gym.analysis.real_memory`) on a few real GPT-4 Spider failures."""
+"""Memory from real mistakes (`cm_gym.studies.analysis.real_memory`) on a few real GPT-4 Spider failures."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from cm_gym.analysis.real_memory import construct_from_recorded, heldout_transfer, split_ids
+from cm_gym.domains.registry import get_benchmark
 from cm_gym.llm.recordings import load_recordings, spider_key
 from cm_gym.memory.snapshot import FrozenStore
-from cm_gym.registry import get_benchmark
+from cm_gym.studies.analysis.real_memory import construct_from_recorded, heldout_transfer, split_ids
 
 #: build-side tasks of the standard split whose zero-shot GPT-4 draft fails (the first two are not
 #: repaired by one local edit; the last three are), plus two it gets right

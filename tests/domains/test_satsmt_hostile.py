@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cm_gym.core.types import Action, AgentState
 from cm_gym.domains.base import LoadReport
 from cm_gym.domains.sat import dimacs
 from cm_gym.domains.sat import hostile as sat_hostile
@@ -25,7 +26,6 @@ from cm_gym.domains.smt.loader import smtlib_task
 from cm_gym.domains.smt.sandbox import vet_script
 from cm_gym.domains.smt.sexpr import parse_sexprs
 from cm_gym.domains.smt.smtlib import parse_smtlib
-from cm_gym.types import Action, AgentState
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

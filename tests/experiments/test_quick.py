@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cm_gym.cli import main
-from cm_gym.experiments import STUDIES
-from cm_gym.experiments.reporting import VERDICTS
+from cm_gym.studies.experiments import STUDIES
+from cm_gym.studies.experiments.reporting import VERDICTS
 
 
 @pytest.mark.slow

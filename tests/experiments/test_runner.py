@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cm_gym.experiments import ExperimentConfig
-from cm_gym.experiments.plan import Planner
-from cm_gym.experiments.runner import (
+from cm_gym.studies.experiments import ExperimentConfig
+from cm_gym.studies.experiments.plan import Planner
+from cm_gym.studies.experiments.runner import (
     ExperimentError,
     ProcessPoolBackend,
     Runner,
@@ -20,7 +20,7 @@ from cm_gym.experiments.runner import (
     unit_dir,
     unit_kind,
 )
-from cm_gym.experiments.stats import mean_ci, paired_ci, per_task
+from cm_gym.studies.experiments.stats import mean_ci, paired_ci, per_task
 
 CALLS: list[dict] = []
 

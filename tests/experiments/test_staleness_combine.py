@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from cm_gym.experiments import EXTRA_STUDIES, STUDIES, ExperimentConfig, ExperimentError, run_experiments
-from cm_gym.experiments.staleness_measure import agreement, harm_by_verdict, rebuild_truth
+from cm_gym.core.types import Action, AgentState
+from cm_gym.domains.registry import get_domain
 from cm_gym.memory.record import Record
-from cm_gym.registry import get_domain
-from cm_gym.types import Action, AgentState
+from cm_gym.studies.experiments import (
+    EXTRA_STUDIES,
+    STUDIES,
+    ExperimentConfig,
+    ExperimentError,
+    run_experiments,
+)
+from cm_gym.studies.experiments.staleness_measure import agreement, harm_by_verdict, rebuild_truth
 
 
 def _rec(source: str, a_minus: str, a_plus: str) -> Record:
@@ -61,8 +67,8 @@ def test_harm_by_verdict_counts_uses_below_the_draft() -> None:
 @pytest.mark.slow
 def test_two_error_tasks_need_both_corrections() -> None:
     from cm_gym.domains.sql.twoerror import candidate_tasks
-    from cm_gym.experiments.units_change import two_error_tasks
     from cm_gym.llm.simulated import SimulatedLLM
+    from cm_gym.studies.experiments.units_change import two_error_tasks
 
     pool = candidate_tasks(60, seed=0)
     assert pool and all(t.task_id.startswith("sqltwo0-") for t in pool)

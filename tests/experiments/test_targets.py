@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cm_gym.experiments.targets import classify, split_envs
+from cm_gym.core.types import Task
 from cm_gym.memory.record import Record
-from cm_gym.types import Task
+from cm_gym.studies.experiments.targets import classify, split_envs
 
 
 def _task(tid: str, env: str, family: str, prompt: str) -> Task:

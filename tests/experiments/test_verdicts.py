@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from cm_gym.experiments import ablations, accumulation, rescue, table1
-from cm_gym.experiments.reporting import verdict_positive
-from cm_gym.experiments.stats import Estimate, mean_ci, two_level_ci
+from cm_gym.studies.experiments import ablations, accumulation, rescue, table1
+from cm_gym.studies.experiments.reporting import verdict_positive
+from cm_gym.studies.experiments.stats import Estimate, mean_ci, two_level_ci
 
 WIDE = Estimate(2.0, -1.0, 5.0, 40)  # positive point, CI across 0
 CLEAR = Estimate(2.0, 0.5, 3.5, 40)

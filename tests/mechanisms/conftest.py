@@ -7,11 +7,11 @@ from collections.abc import Callable
 
 import pytest
 
+from cm_gym.core.splits import make_split
+from cm_gym.core.types import Task
+from cm_gym.domains.registry import get_benchmark, get_domain
 from cm_gym.llm.factory import make_llm
-from cm_gym.mechanisms import MechanismContext
-from cm_gym.registry import get_benchmark, get_domain
-from cm_gym.splits import make_split
-from cm_gym.types import Task
+from cm_gym.studies.mechanisms import MechanismContext
 
 
 @pytest.fixture(scope="session")

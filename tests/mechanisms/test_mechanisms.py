@@ -12,15 +12,15 @@ import pytest
 
 from cm_gym.agent import Cost
 from cm_gym.agents.baselines import AlwaysSkip
+from cm_gym.core.types import AgentState
 from cm_gym.envs.selection import MemorySelectionEnv
 from cm_gym.llm.base import BEST_OF_N_JUDGE, Completion
-from cm_gym.mechanisms import MECHANISMS, CounterMem, MechanismContext, MechanismError, make_mechanism
-from cm_gym.mechanisms.base import DecisionContext
-from cm_gym.mechanisms.episode import run_task
 from cm_gym.memory.construction import UNVERIFIED_FEEDBACK, ConstructionConfig
 from cm_gym.memory.snapshot import FrozenStore
-from cm_gym.training import run_episodes as env_episodes
-from cm_gym.types import AgentState
+from cm_gym.protocol.training import run_episodes as env_episodes
+from cm_gym.studies.mechanisms import MECHANISMS, CounterMem, MechanismContext, MechanismError, make_mechanism
+from cm_gym.studies.mechanisms.base import DecisionContext
+from cm_gym.studies.mechanisms.episode import run_task
 
 KEYS = ("solved", "score", "tokens", "evaluator_calls", "failures", "decisions")
 BUILT = ("expel", "generative_agents", "voyager", "memgpt", "reasoningbank")
@@ -57,7 +57,7 @@ def test_countermem_guide_loop_matches_the_env(make_ctx: Callable, sql_split: tu
     cm.build(ctx, build)
     assert cm.build_info["records"] > 0 and cm.build_cost.tokens > 0
     via_env = cm.run_episodes(ctx, held_out)
-    from cm_gym.mechanisms.episode import run_episodes
+    from cm_gym.studies.mechanisms.episode import run_episodes
 
     via_loop = run_episodes(cm, ctx, held_out)
     _same(
@@ -197,10 +197,10 @@ def test_make_mechanism_refuses_unknown_names_and_parameters() -> None:
 def test_mechanisms_run_against_a_real_endpoint(sql_tasks: dict, sql_split: tuple) -> None:
     """Every mechanism template travels through the real `openai` client to the local
     OpenAI-compatible server (string fields only) and gives the in-process episodes."""
+    from cm_gym.domains.registry import get_domain
     from cm_gym.llm.openai_client import OpenAICompatibleLLM
     from cm_gym.llm.server import serve_in_thread
     from cm_gym.llm.simulated import SimulatedLLM
-    from cm_gym.registry import get_domain
 
     build, held_out = sql_split
     server, url = serve_in_thread(SimulatedLLM(seed=5, task_lookup=sql_tasks), model_name="sim")

@@ -209,7 +209,7 @@ def test_a_read_only_cache_serves_everything_that_only_reads(
         import gymnasium as gym
         import tests.envs.toy_env as toy
         from cm_gym.memory.defaults import default_snapshot
-        from cm_gym.types import CmGymError
+        from cm_gym.core.types import CmGymError
         path = default_snapshot("EnvToy")            # cached: no lock, no write
         for store in (path, None):                   # explicit snapshot, then the default one
             env = gym.make(toy.TOY_ENV_ID, store=store, tasks="all")

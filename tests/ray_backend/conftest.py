@@ -22,7 +22,7 @@ def ray_address() -> Iterator[str]:
     import ray
     from ray.cluster_utils import Cluster
 
-    from cm_gym.ray_backend.cluster import connect, disconnect
+    from cm_gym.backends.ray.cluster import connect, disconnect
 
     saved = os.environ.get("SOURCE_DATE_EPOCH")
     os.environ["SOURCE_DATE_EPOCH"] = EPOCH  # nodes start now and their workers inherit it

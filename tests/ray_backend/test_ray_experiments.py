@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from cm_gym.experiments import ExperimentConfig
-from cm_gym.experiments.plan import Planner
-from cm_gym.experiments.runner import ExperimentError, Runner, Unit, result_fingerprint, unit_dir
-from cm_gym.ray_backend import shipping
+from cm_gym.backends.ray import shipping
+from cm_gym.studies.experiments import ExperimentConfig
+from cm_gym.studies.experiments.plan import Planner
+from cm_gym.studies.experiments.runner import ExperimentError, Runner, Unit, result_fingerprint, unit_dir
 
 KINDS = ("tests.ray_backend.unit_kinds",)
 
 
 def _backend(address: str, **kw):  # noqa: ANN202
-    from cm_gym.ray_backend.experiments import RayBackend
+    from cm_gym.backends.ray.experiments import RayBackend
 
     return RayBackend(address, imports=KINDS, **kw)
 

@@ -23,7 +23,7 @@ def test_masked_dqn_module_never_explores_or_exploits_a_masked_slot() -> None:
     from ray.rllib.core.columns import Columns
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from cm_gym.ray_backend.rllib_modules import MaskedDQNTorchRLModule
+    from cm_gym.backends.ray.rllib_modules import MaskedDQNTorchRLModule
 
     space = gym.spaces.Dict(
         {

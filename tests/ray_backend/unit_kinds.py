@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cm_gym.experiments.runner import UnitResult, unit_kind
+from cm_gym.studies.experiments.runner import UnitResult, unit_kind
 
 
 @unit_kind("ray_test_sum")

@@ -14,8 +14,14 @@ from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks
 from stable_baselines3.common.env_util import make_vec_env
 
-from cm_gym import features as F
-from cm_gym.wrappers import ActionMaskObservation, EpisodeMetrics, FeatureAblation, SlotLimit, make_masked_env
+from cm_gym.envs import features as F
+from cm_gym.envs.wrappers import (
+    ActionMaskObservation,
+    EpisodeMetrics,
+    FeatureAblation,
+    SlotLimit,
+    make_masked_env,
+)
 from tests.envs.toy_env import TOY_ENV_ID, build_toy_store, make_toy
 
 torch.set_num_threads(1)  # a tiny MLP: one thread is faster than contending for the shared cores

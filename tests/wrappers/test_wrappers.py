@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cm_gym import features as F
-from cm_gym.wrappers import FEATURE_GROUPS, EpisodeMetrics, FeatureAblation, SlotLimit
+from cm_gym.envs import features as F
+from cm_gym.envs.wrappers import FEATURE_GROUPS, EpisodeMetrics, FeatureAblation, SlotLimit
 from tests.envs.toy_env import build_toy_store, make_toy
 
 

@@ -21,12 +21,12 @@ from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cm_gym.core.paths import DataNotFoundError, cache_dir, data_root
+from cm_gym.core.types import Action, AgentState, Outcome
 from cm_gym.domains.code.evaluator import CodeEvaluator
 from cm_gym.domains.code.hostile import CORPUS, HostilePatch, hostile_task
 from cm_gym.domains.code.hostile_forgery import hostile_pytest_task
 from cm_gym.evaluators.isolation import processes_of_uid
-from cm_gym.paths import DataNotFoundError, cache_dir, data_root
-from cm_gym.types import Action, AgentState, Outcome
 
 SECRET_VAR = "CM_GYM_TEST_SECRET"
 CANARY_TEXT = "canary\n"

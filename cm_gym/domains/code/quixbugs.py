@@ -30,13 +30,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.paths import data_root
+from cm_gym.core.types import CmGymError, Task
 from cm_gym.domains.base import LoadReport, refused_message
 from cm_gym.domains.code.bugclass import bug_class_of, strip_docstrings
 from cm_gym.domains.code.program import boundary_of, program_features
 from cm_gym.evaluators import _pytest_shim
 from cm_gym.evaluators.testrun import Case, TestSuite, encode_expected
-from cm_gym.paths import data_root
-from cm_gym.types import CmGymError, Task
 
 PER_TEST_TIMEOUT = 10.0
 

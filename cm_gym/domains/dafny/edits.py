@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Edit, ErrorModel, ErrorOperator
 from cm_gym.domains.dafny.annotations import (
     Annotation,
@@ -39,7 +40,6 @@ from cm_gym.domains.dafny.slips import (
     strict_index_loop,
     weak_bound,
 )
-from cm_gym.types import Task
 
 MAX_EDITS = 40
 _CMP = re.compile(r"<=|>=|<(?![=>])|>(?![=])")

@@ -11,10 +11,10 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Distillation, PredicateFn
 from cm_gym.domains.dafny.annotations import annotation_changes, norm
 from cm_gym.domains.dafny.program import loops, shape
-from cm_gym.types import Task
 
 
 def _feat(task: Task, key: str, default: object = None) -> object:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Edit
 from cm_gym.domains.dafny.annotations import (
     Annotation,
@@ -49,7 +50,6 @@ from cm_gym.domains.dafny.annotations import (
     replace_annotation,
 )
 from cm_gym.domains.dafny.program import Loop, code_lines, loops, members, recursive_members
-from cm_gym.types import Task
 
 #: the chance that a draft makes each family's slip, by the program feature that triggers it
 SLIP_RATES: dict[str, float] = {

@@ -30,12 +30,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Edit, ErrorModel, ErrorOperator
 from cm_gym.domains.code.errormodel import _line_of, _shape
 from cm_gym.domains.code.mutations import Mutation
 from cm_gym.domains.code.patch import PatchError, apply_patch
 from cm_gym.domains.humaneval.families import BOUNDARY_OPS, all_mutations, between, body_span, kind_family
-from cm_gym.types import Task
 
 MAX_EDITS = 24
 LEAVE_BUG = {

@@ -25,9 +25,9 @@ import difflib
 import json
 from collections.abc import Mapping
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Distillation, PredicateFn, described
 from cm_gym.domains.math.lines import ScriptLines, normal, parts, procedure_of, split_lines, with_body
-from cm_gym.types import Task
 
 FLAGS = {"division": "has_division", "power": "has_power", "abs": "has_abs", "sqrt": "has_sqrt", "mod": "has_mod",
          "exists": "has_exists", "transcendental": "has_transcendental", "sum": "has_sum",

@@ -27,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.types import Task
 from cm_gym.domains.environment import (
     CHANGE_META,
     ChangeFamily,
@@ -36,7 +37,6 @@ from cm_gym.domains.environment import (
     halve_allowance,
     touched_envs,
 )
-from cm_gym.types import Task
 
 
 def _tool_version() -> str:

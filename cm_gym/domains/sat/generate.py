@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.core.types import Task
 from cm_gym.domains.sat.encoding import VarTable
 from cm_gym.domains.sat.problems import context_text, family
-from cm_gym.types import Task
 
 LANGUAGE_HELP = """Encoding language: one constraint family per line.
 Heads: clause L..., not_both L L, implies L L, at_least_one/at_most_one/exactly_one L...,

@@ -25,6 +25,8 @@ from typing import Any
 
 import pysat
 
+from cm_gym.core.paths import data_root
+from cm_gym.core.types import Task
 from cm_gym.domains.base import LoadReport, refused_message
 from cm_gym.domains.calibration import (
     Calibration,
@@ -39,8 +41,6 @@ from cm_gym.domains.sat.dimacs import Cnf, parse_dimacs, read_dimacs_text
 from cm_gym.domains.sat.errors import DimacsError
 from cm_gym.domains.sat.evaluator import CPU_LIMIT_S
 from cm_gym.domains.sat.solver import MAX_BUDGET, SolverConfig
-from cm_gym.paths import data_root
-from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
 

@@ -27,6 +27,7 @@ from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Edit
 from cm_gym.domains.environment import (
     CHANGE_META,
@@ -37,7 +38,6 @@ from cm_gym.domains.environment import (
     halve_allowance,
     touched_envs,
 )
-from cm_gym.types import Task
 
 
 def environment_version(name: str, task: Task) -> str:

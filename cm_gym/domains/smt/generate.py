@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.core.types import Task
 from cm_gym.domains.smt.problems import Problem, bv_width
-from cm_gym.types import Task
 
 SMT_PREFIX = "smtgen"
 SCRIPT_HELP = (

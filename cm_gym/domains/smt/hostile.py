@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cm_gym.core.types import Task
 from cm_gym.domains.smt.problems import Problem
-from cm_gym.types import Task
 
 
 @dataclass(frozen=True)

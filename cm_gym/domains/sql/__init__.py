@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import LoadReport
+from cm_gym.domains.registry import register_benchmark
 from cm_gym.domains.sql.domain import SQLDomain
-from cm_gym.registry import register_benchmark
-from cm_gym.types import Task
 
 __all__ = ["SQLDomain", "load_generated_tasks", "load_spider_tasks"]
 

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import ErrorModel, ErrorOperator, RevisionRates
 from cm_gym.domains.sql import edits, sqlast
-from cm_gym.types import Task
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def _first_edit(
 #: How the simulated LLM treats a shown SQL record: `RevisionRates`' defaults, shared by every
 #: built-in domain — one least-squares fit pooled over SQL, SAT and SMT to the paper's Fig. 4d and
 #: App. E.3 (apply 0.665, overapply 0.205, unrelated_disturb 0.094, match/analogous disturb 0; where
-#: they come from: `RevisionRates`, `cm_gym.analysis.calibrate`, the README). A SQL-only fit:
+#: they come from: `RevisionRates`, `cm_gym.studies.analysis.calibrate`, the README). A SQL-only fit:
 #: `cm-gym calibrate --fit --benchmark SQL`, loaded with --revision-rates.
 SQL_REVISION = RevisionRates()
 

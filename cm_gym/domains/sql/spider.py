@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.paths import data_root
+from cm_gym.core.types import Task
 from cm_gym.domains.base import LoadReport, refused_message
 from cm_gym.domains.sql.features import task_features
 from cm_gym.domains.sql.schema import Schema, SQLDataError, connect_ro, from_spider_tables, introspect
-from cm_gym.paths import data_root
-from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState, check_all
 from cm_gym.domains.base import LoadReport
 from cm_gym.domains.sat import satlib
 from cm_gym.domains.sat.dimacs import parse_dimacs, read_dimacs
@@ -19,7 +20,6 @@ from cm_gym.domains.sat.errors import DimacsError
 from cm_gym.domains.sat.evaluator import SatEvaluator
 from cm_gym.domains.sat.satlib import load_satlib_tasks
 from cm_gym.domains.sat.solver import SolverConfig, solve
-from cm_gym.types import Action, AgentState, check_all
 
 # pigeonhole: 4 pigeons into 3 holes (UNSAT, needs a few conflicts), and a satisfiable formula
 PHP43 = "p cnf 12 22\n1 2 3 0\n4 5 6 0\n7 8 9 0\n10 11 12 0\n" + "".join(
