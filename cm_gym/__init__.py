@@ -1,12 +1,20 @@
 """cm_gym: Gymnasium environments for learning when an LLM agent should use a verified
 counterfactual memory record. Importing the package registers the built-in env ids
-(``cm_gym/SQL-v0`` and the other domains' ids)."""
+(``cm_gym/SQL-v0`` and the other domains' ids).
+
+The package is layered (ARCHITECTURE.md): core → evaluators → domains → llm → agent → memory →
+envs → agents → protocol → studies → backends → cli; nothing imports upward. Module paths from
+before the layers (``cm_gym.features``, ``cm_gym.registry``, ...) still import, as the same module
+objects (`cm_gym._compat`)."""
 
 from __future__ import annotations
 
+from cm_gym import _compat
 from cm_gym.core.types import Action, AgentState, Outcome, Split, Task
 from cm_gym.core.version import __version__  # noqa: F401 - cm_gym.__version__
 from cm_gym.domains.registry import get_benchmark, get_domain, list_benchmarks, register_benchmark
+
+_compat.install()  # old module paths (cm_gym.features, ...) import the moved modules
 
 __all__ = [
     "Action",
