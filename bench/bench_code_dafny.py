@@ -60,7 +60,7 @@ def bench_code(n: int) -> dict[str, Any]:
 
 
 def bench_quixbugs(pytest_n: int) -> dict[str, Any]:
-    from cm_gym.domains.code.quixbugs import load_quixbugs_tasks, quixbugs_root
+    from cm_gym.domains.code.loader import load_quixbugs_tasks, quixbugs_root
 
     ev = CodeEvaluator()
     tasks = load_quixbugs_tasks()

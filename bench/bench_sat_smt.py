@@ -36,7 +36,7 @@ from cm_gym.domains.registry import get_benchmark
 from cm_gym.domains.sat import hostile as sat_hostile
 from cm_gym.domains.sat.dimacs import cached_cnf
 from cm_gym.domains.sat.evaluator import SatEvaluator
-from cm_gym.domains.sat.satlib import load_satlib_tasks, satlib_task
+from cm_gym.domains.sat.loader import load_satlib_tasks, satlib_task
 from cm_gym.domains.sat.solver import parse_config as parse_sat_config
 from cm_gym.domains.smt import hostile as smt_hostile
 from cm_gym.domains.smt.evaluator import SmtEvaluator

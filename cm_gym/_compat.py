@@ -44,6 +44,18 @@ ALIASES: dict[str, str] = {
     "cm_gym.tabulate": "cm_gym.cli.tabulation",
     "cm_gym.datacheck": "cm_gym.cli.datacheck",
     "cm_gym.loadcheck": "cm_gym.cli.loadcheck",
+    # domain modules renamed to the shared role names (loader, edits, conditions, errormodel)
+    "cm_gym.domains.sql.errors": "cm_gym.domains.sql.errormodel",
+    "cm_gym.domains.sql.spider": "cm_gym.domains.sql.loader",
+    "cm_gym.domains.humaneval.model": "cm_gym.domains.humaneval.errormodel",
+    "cm_gym.domains.code.records": "cm_gym.domains.code.conditions",
+    "cm_gym.domains.dafny.records": "cm_gym.domains.dafny.conditions",
+    "cm_gym.domains.math.records": "cm_gym.domains.math.conditions",
+    "cm_gym.domains.code.quixbugs": "cm_gym.domains.code.loader",
+    "cm_gym.domains.code.mutations": "cm_gym.domains.code.edits",
+    "cm_gym.domains.sat.satlib": "cm_gym.domains.sat.loader",
+    "cm_gym.domains.sat.generate": "cm_gym.domains.sat.generated",
+    "cm_gym.domains.smt.generate": "cm_gym.domains.smt.generated",
 }
 
 

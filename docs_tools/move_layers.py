@@ -1,6 +1,7 @@
 """Move cm_gym's modules into the layer packages of ARCHITECTURE.md and rewrite every reference.
 
-Usage: ``python docs_tools/move_layers.py [--dry-run]`` from the repository root. Idempotent: a
+Usage: ``python docs_tools/move_layers.py [--tests] [--dry-run]`` from the repository root
+(``--tests``: also move the tests of moved modules so that tests/ mirrors the package). Idempotent: a
 module already in place is left alone, and a file that appears later at an old place (a branch
 merged after the move) is moved the same way, so the script can be run again after every merge.
 It moves with ``git mv`` (history follows), rewrites dotted names (``cm_gym.types`` →
@@ -55,6 +56,44 @@ MOVES: dict[str, str] = {
     "tabulate": "cli.tabulation",
     "datacheck": "cli.datacheck",
     "loadcheck": "cli.loadcheck",
+    # the same file names for the same roles in every domain package (ARCHITECTURE.md)
+    "domains.sql.errors": "domains.sql.errormodel",
+    "domains.sql.spider": "domains.sql.loader",
+    "domains.humaneval.model": "domains.humaneval.errormodel",
+    "domains.code.records": "domains.code.conditions",
+    "domains.dafny.records": "domains.dafny.conditions",
+    "domains.math.records": "domains.math.conditions",
+    "domains.code.quixbugs": "domains.code.loader",
+    "domains.code.mutations": "domains.code.edits",
+    "domains.sat.satlib": "domains.sat.loader",
+    "domains.sat.generate": "domains.sat.generated",
+    "domains.smt.generate": "domains.smt.generated",
+}
+
+#: tests follow their modules (tests/ mirrors the package): old path under tests/ → new path
+TEST_MOVES: dict[str, str] = {
+    "experiments": "studies/experiments",
+    "mechanisms": "studies/mechanisms",
+    "analysis": "studies/analysis",
+    "ray_backend": "backends/ray",
+    "wrappers": "envs/wrappers",
+    "test_types.py": "core/test_types.py",
+    "test_splits.py": "core/test_splits.py",
+    "test_progress.py": "core/test_progress.py",
+    "test_data_root.py": "core/test_data_root.py",
+    "test_registry.py": "domains/test_registry.py",
+    "test_plugin_kit.py": "domains/test_plugin_kit.py",
+    "test_features.py": "envs/test_features.py",
+    "test_metrics.py": "envs/test_metrics.py",
+    "test_agent.py": "agent/test_agent.py",
+    "test_protocol.py": "protocol/test_protocol.py",
+    "test_protocol_recorded.py": "protocol/test_protocol_recorded.py",
+    "test_rotation.py": "protocol/test_rotation.py",
+    "test_statistics.py": "protocol/test_statistics.py",
+    "test_evaluate_custom.py": "protocol/test_evaluate_custom.py",
+    "test_tabulate.py": "cli/test_tabulate.py",
+    "test_cli_outputs.py": "cli/test_cli_outputs.py",
+    "test_rllib.py": "backends/ray/test_rllib.py",
 }
 
 #: a module that becomes a package under the same name (its code in ``__init__.py``)
@@ -73,7 +112,15 @@ NEW_PACKAGES = {
 TEXT_ROOTS = ("cm_gym", "tests", "bench", "examples", "docs", "docs_tools")
 TEXT_FILES = ("README.md", "ARCHITECTURE.md", "mkdocs.yml", "pyproject.toml", "evaluate.py", "train.py")
 SUFFIXES = {".py", ".md", ".yml", ".yaml", ".toml", ".txt", ".cfg", ".ini", ".json"}
-SKIP = {"docs_tools/move_layers.py"}
+#: files that name the old modules on purpose (the compat table and its test, the scan's old layout)
+SKIP = {
+    "docs_tools/move_layers.py",
+    "docs_tools/layers_scan.py",
+    "cm_gym/_compat.py",
+    "cm_gym/__init__.py",
+    "tests/test_compat.py",
+    "ARCHITECTURE.md",
+}
 
 
 def git(*args: str, dry: bool = False) -> None:
@@ -152,8 +199,52 @@ def move_files(dry: bool) -> list[str]:
     return problems
 
 
-def _dotted_rules() -> list[tuple[re.Pattern[str], str]]:
+def move_tests(dry: bool) -> list[str]:
+    """git mv the tests of moved modules to the mirrored place (a package folder where the old one
+    was one: an ``__init__.py`` in each new folder)."""
+    problems = []
+    for old, new in TEST_MOVES.items():
+        src, dst = Path("tests", old), Path("tests", new)
+        if not src.exists():
+            continue
+        files = (
+            sorted(p for p in src.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+            if src.is_dir()
+            else [src]
+        )
+        for file in files:
+            target = dst / file.relative_to(src) if src.is_dir() else dst
+            if target.exists():
+                problems.append(f"{file} and {target} both exist: merge them by hand")
+                continue
+            for folder in reversed([target.parent, *target.parent.parents]):
+                if folder == Path("tests") or Path("tests") not in folder.parents:
+                    continue
+                init = folder / "__init__.py"
+                if not init.exists() and not dry:
+                    folder.mkdir(parents=True, exist_ok=True)
+                    init.write_text("", encoding="utf-8")
+                    subprocess.run(["git", "add", str(init)], check=True)
+            if not dry:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            git("mv", str(file), str(target), dry=dry)
+        if src.is_dir() and not dry:
+            subprocess.run(["rm", "-rf", *map(str, src.rglob("__pycache__"))], check=True)
+            for folder in sorted((p for p in [src, *src.rglob("*")] if p.is_dir()), reverse=True):
+                if not any(folder.iterdir()):
+                    folder.rmdir()
+    return problems
+
+
+def _dotted_rules(tests: bool) -> list[tuple[re.Pattern[str], str]]:
     rules = []
+    for old, new in sorted(TEST_MOVES.items() if tests else (), key=lambda kv: -len(kv[0])):
+        if not old.endswith(".py"):
+            dotted_old, dotted_new = old.replace("/", "."), new.replace("/", ".")
+            rules.append(
+                (re.compile(rf"(?<![\w.])tests\.{re.escape(dotted_old)}(?![\w])"), f"tests.{dotted_new}")
+            )
+        rules.append((re.compile(rf"(?<![\w/])tests/{re.escape(old)}(?![\w])"), f"tests/{new}"))
     for old, new in sorted(MOVES.items(), key=lambda kv: -len(kv[0])):
         rules.append((re.compile(rf"(?<![\w.])cm_gym\.{re.escape(old)}(?![\w])"), f"cm_gym.{new}"))
         rules.append(
@@ -167,26 +258,29 @@ def _dotted_rules() -> list[tuple[re.Pattern[str], str]]:
 
 
 _FROM_ROOT = re.compile(
-    r"^(?P<indent>\s*)from cm_gym import (?P<name>\w+)(?P<alias> as \w+)?(?P<rest>.*)$", re.M
+    r"^(?P<indent>\s*)from (?P<package>cm_gym(?:\.\w+)*) import (?P<name>\w+)(?P<alias> as \w+)?(?P<rest>.*)$",
+    re.M,
 )
 
 
 def _from_root(match: re.Match[str]) -> str:
+    """``from cm_gym[.package] import <moved module>`` → its new package and name."""
     name = match["name"]
-    if name not in MOVES or "," in match["rest"]:
+    old = f"{match['package']}.{name}".removeprefix("cm_gym.")
+    if old not in MOVES or "," in match["rest"]:
         return match[0]
-    parent, _, leaf = f"cm_gym.{MOVES[name]}".rpartition(".")
+    parent, _, leaf = f"cm_gym.{MOVES[old]}".rpartition(".")
     alias = match["alias"] or ("" if leaf == name else f" as {name}")
     return f"{match['indent']}from {parent} import {leaf}{alias}{match['rest']}"
 
 
-def rewrite(text: str) -> str:
-    for pattern, new in _dotted_rules():
+def rewrite(text: str, tests: bool = False) -> str:
+    for pattern, new in _dotted_rules(tests):
         text = pattern.sub(new, text)
     return _FROM_ROOT.sub(_from_root, text)
 
 
-def rewrite_files(dry: bool) -> int:
+def rewrite_files(dry: bool, tests: bool = False) -> int:
     files = [Path(f) for f in TEXT_FILES if Path(f).is_file()]
     for root in TEXT_ROOTS:
         files += [p for p in Path(root).rglob("*") if p.is_file() and p.suffix in SUFFIXES]
@@ -198,7 +292,7 @@ def rewrite_files(dry: bool) -> int:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue
-        new = rewrite(text)
+        new = rewrite(text, tests)
         if new != text:
             changed += 1
             print("rewrite", path)
@@ -242,6 +336,20 @@ FIXUPS = (
 )
 
 
+def test_fixups(dry: bool) -> None:
+    """A moved test one folder deeper finds the repository one more level up."""
+    for old, new in TEST_MOVES.items():
+        if not old.endswith(".py"):
+            continue
+        path = Path("tests", new)
+        depth = len(Path(new).parts)
+        old_text = "REPO = Path(__file__).resolve().parents[1]"
+        if path.is_file() and old_text in (text := path.read_text(encoding="utf-8")):
+            print("fixup", path)
+            if not dry:
+                path.write_text(text.replace(old_text, f"REPO = Path(__file__).resolve().parents[{depth}]"))
+
+
 def fixups(dry: bool) -> None:
     for file, old, new in FIXUPS:
         path = Path(file)
@@ -254,8 +362,12 @@ def fixups(dry: bool) -> None:
 def main(argv: list[str]) -> int:
     dry = "--dry-run" in argv
     problems = move_files(dry)
-    n = rewrite_files(dry)
+    if "--tests" in argv:
+        problems += move_tests(dry)
+    n = rewrite_files(dry, "--tests" in argv)
     fixups(dry)
+    if "--tests" in argv:
+        test_fixups(dry)
     print(f"{n} files rewritten")
     for p in problems:
         print("CONFLICT:", p)

@@ -24,8 +24,8 @@ from cm_gym.evaluators.cpuhog import CpuHog
 
 #: loaders that keep what they read in an lru_cache (module, function)
 _LOADER_CACHES = (
-    ("cm_gym.domains.sql.spider", "_load_cached"),
-    ("cm_gym.domains.code.quixbugs", "_load"),
+    ("cm_gym.domains.sql.loader", "_load_cached"),
+    ("cm_gym.domains.code.loader", "_load"),
     ("cm_gym.domains.dafny.loader", "_load"),
     ("cm_gym.domains.math.loader", "_load"),
     ("cm_gym.domains.humaneval.loader", "_load"),

@@ -18,7 +18,7 @@ from cm_gym.domains.sat import hostile as sat_hostile
 from cm_gym.domains.sat.dimacs import parse_dimacs, read_dimacs
 from cm_gym.domains.sat.errors import DimacsError
 from cm_gym.domains.sat.evaluator import SatEvaluator
-from cm_gym.domains.sat.satlib import load_satlib_tasks, satlib_task
+from cm_gym.domains.sat.loader import load_satlib_tasks, satlib_task
 from cm_gym.domains.smt import hostile as smt_hostile
 from cm_gym.domains.smt.errors import SmtError
 from cm_gym.domains.smt.evaluator import SmtEvaluator

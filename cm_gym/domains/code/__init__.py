@@ -27,7 +27,7 @@ def load_quixbugs_tasks(
 ) -> list[Task]:
     """QuixBugs' 40 Python programs (default ``data_root()/"quixbugs"``); `report` collects the
     refused programs instead of raising."""
-    from cm_gym.domains.code.quixbugs import load_quixbugs_tasks as load
+    from cm_gym.domains.code.loader import load_quixbugs_tasks as load
 
     return load(root=root, limit=limit, report=report)
 

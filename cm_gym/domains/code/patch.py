@@ -18,7 +18,7 @@ import ast
 import re
 
 from cm_gym.core.types import CmGymError
-from cm_gym.domains.code.mutations import parse_or_reason
+from cm_gym.domains.code.edits import parse_or_reason
 
 MAX_PATCH_CHARS = 50_000
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")

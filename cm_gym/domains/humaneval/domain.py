@@ -22,8 +22,12 @@ from cm_gym.domains.code.bugclass import strip_docstrings
 from cm_gym.domains.code.domain import CodeDomain
 from cm_gym.domains.code.errormodel import _line_of
 from cm_gym.domains.code.program import INCLUSIVE_PHRASES, STRICT_PHRASES
+from cm_gym.domains.humaneval.errormodel import (
+    humaneval_edit_operators,
+    humaneval_error_model,
+    transfer_contrast,
+)
 from cm_gym.domains.humaneval.families import CUES, between
-from cm_gym.domains.humaneval.model import humaneval_edit_operators, humaneval_error_model, transfer_contrast
 
 _MAX_WORDS = ("largest", "maximum", "biggest", "highest", "max", "greatest")
 _MIN_WORDS = ("smallest", "minimum", "lowest", "min", "least")

@@ -72,7 +72,7 @@ _REQUIREMENTS = {
 
 
 def _requirement(tasks: Sequence[Task], folder: Path, seed: int) -> tuple[list[Task], EnvChange]:
-    from cm_gym.domains.sat.generate import make_encoding_task
+    from cm_gym.domains.sat.generated import make_encoding_task
 
     out: list[Task] = []
     rewritten: list[str] = []

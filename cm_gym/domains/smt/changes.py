@@ -60,7 +60,7 @@ def _verdict(script: str) -> str:
 
 
 def _remake(task: Task, problem: object, note: object) -> Task:
-    from cm_gym.domains.smt.generate import make_smt_task
+    from cm_gym.domains.smt.generated import make_smt_task
 
     made = make_smt_task(task.task_id, problem)  # type: ignore[arg-type]
     expected = _verdict(made.reference)

@@ -145,7 +145,7 @@ BENCHMARKS: tuple[Hostile, ...] = (
 
 def hostile_task() -> Task:
     """An encoding task the scripts are submitted against (one bit-vector variable)."""
-    from cm_gym.domains.smt.generate import make_smt_task
+    from cm_gym.domains.smt.generated import make_smt_task
 
     problem = Problem("bitvector", (("x", "BV8"),), (("(bvugt x #x07)", "x is above 7"),), "sat", "QF_BV")
     return make_smt_task("smt-hostile", problem)

@@ -27,7 +27,7 @@ def load_spider_tasks(
 ) -> list[Task]:
     """Tasks of a Spider-layout folder (default ``data_root()/"spider"``); `report` collects the
     refused files and entries instead of raising."""
-    from cm_gym.domains.sql.spider import load_tasks
+    from cm_gym.domains.sql.loader import load_tasks
 
     return load_tasks(root=root, files=files, report=report)
 

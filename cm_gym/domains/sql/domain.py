@@ -77,7 +77,7 @@ class SQLDomain(Domain):
         return edit_kind(a_minus, a_plus) or super().edit_kind(a_minus, a_plus)
 
     def error_model(self) -> ErrorModel:
-        from cm_gym.domains.sql.errors import error_model
+        from cm_gym.domains.sql.errormodel import error_model
 
         return error_model()
 

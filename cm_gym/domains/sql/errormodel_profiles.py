@@ -1,6 +1,6 @@
 """SQL error models of the simulator's *fitted profiles* (``llm="simulated:<profile>"``).
 
-A profile keeps the default model's nine slips (`cm_gym.domains.sql.errors`), each where it can
+A profile keeps the default model's nine slips (`cm_gym.domains.sql.errormodel`), each where it can
 occur and with its wording-dependent shape, scaled to a fitted rate, and adds the slips real
 systems make that the default lacks (each measured on the published Spider predictions by
 `cm_gym.studies.analysis.real_errors`; the fitted rates live in the profile files under
@@ -38,7 +38,7 @@ from sqlglot import exp
 from cm_gym.core.types import Task
 from cm_gym.domains.base import ErrorModel, ErrorOperator
 from cm_gym.domains.sql import sqlast
-from cm_gym.domains.sql.errors import SQLErrorRates, error_model
+from cm_gym.domains.sql.errormodel import SQLErrorRates, error_model
 
 MAX_P = 0.95
 _DEFAULT = SQLErrorRates()

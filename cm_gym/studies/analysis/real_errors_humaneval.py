@@ -29,7 +29,7 @@ from typing import Any
 from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.base import token_diff
 from cm_gym.domains.code.bugclass import strip_docstrings
-from cm_gym.domains.code.mutations import parse
+from cm_gym.domains.code.edits import parse
 from cm_gym.domains.humaneval.families import between, kind_family
 from cm_gym.domains.registry import get_benchmark, get_domain
 from cm_gym.llm.recordings import load_recordings

@@ -13,7 +13,7 @@ from cm_gym.domains.conditions import parse_condition
 from cm_gym.domains.sat.domain import SatDomain
 from cm_gym.domains.sat.edits import config_values
 from cm_gym.domains.sat.encoding import compile_encoding
-from cm_gym.domains.sat.generate import generate_encoding_tasks, make_encoding_task
+from cm_gym.domains.sat.generated import generate_encoding_tasks, make_encoding_task
 from cm_gym.domains.sat.problems import family
 
 DOMAIN = SatDomain()

@@ -13,7 +13,7 @@ from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.sat.dimacs import parse_dimacs, read_dimacs
 from cm_gym.domains.sat.errors import DimacsError
 from cm_gym.domains.sat.evaluator import SatEvaluator
-from cm_gym.domains.sat.satlib import FAMILIES, load_satlib_tasks
+from cm_gym.domains.sat.loader import FAMILIES, load_satlib_tasks
 from cm_gym.domains.sat.solver import SolverConfig, parse_config
 
 # (x1 or x2) and (not x1 or x2) and (x1 or not x2)  -> only x1 = x2 = true

@@ -12,7 +12,7 @@ from cm_gym.core.types import Task
 from cm_gym.domains.conditions import parse_condition
 from cm_gym.domains.smt.domain import SmtDomain
 from cm_gym.domains.smt.edits import config_values
-from cm_gym.domains.smt.generate import generate_smt_tasks
+from cm_gym.domains.smt.generated import generate_smt_tasks
 from cm_gym.domains.smt.sandbox import vet_script
 
 DOMAIN = SmtDomain()

@@ -9,7 +9,7 @@ import pytest
 from cm_gym.core.types import Action, AgentState
 from cm_gym.domains.smt.errors import ScriptError, ScriptRefused, SexprError
 from cm_gym.domains.smt.evaluator import SmtEvaluator
-from cm_gym.domains.smt.generate import generate_smt_tasks
+from cm_gym.domains.smt.generated import generate_smt_tasks
 from cm_gym.domains.smt.sandbox import vet_script
 from cm_gym.domains.smt.sexpr import parse_sexprs, render
 

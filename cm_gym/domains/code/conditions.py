@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from cm_gym.core.types import Task
 from cm_gym.domains.base import Distillation, PredicateFn, token_diff
 from cm_gym.domains.code.bugclass import strip_docstrings
-from cm_gym.domains.code.mutations import Mutation, mutations_between
+from cm_gym.domains.code.edits import Mutation, mutations_between
 from cm_gym.domains.code.program import INCLUSIVE_PHRASES, STRICT_PHRASES
 
 

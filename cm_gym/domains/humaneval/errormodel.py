@@ -32,8 +32,8 @@ import numpy as np
 
 from cm_gym.core.types import Task
 from cm_gym.domains.base import Edit, ErrorModel, ErrorOperator
+from cm_gym.domains.code.edits import Mutation
 from cm_gym.domains.code.errormodel import _line_of, _shape
-from cm_gym.domains.code.mutations import Mutation
 from cm_gym.domains.code.patch import PatchError, apply_patch
 from cm_gym.domains.humaneval.families import BOUNDARY_OPS, all_mutations, between, body_span, kind_family
 
