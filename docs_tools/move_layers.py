@@ -217,14 +217,17 @@ def move_tests(dry: bool) -> list[str]:
             if target.exists():
                 problems.append(f"{file} and {target} both exist: merge them by hand")
                 continue
+            # new folders become packages, except the one a moved folder brings its own __init__ to
+            leaf_has_init = src.is_dir() and (src / "__init__.py").exists()
             for folder in reversed([target.parent, *target.parent.parents]):
-                if folder == Path("tests") or Path("tests") not in folder.parents:
+                if folder == Path("tests") or Path("tests") not in folder.parents or folder.exists():
                     continue
-                init = folder / "__init__.py"
-                if not init.exists() and not dry:
+                if folder == target.parent and (leaf_has_init or src.is_dir()):
+                    continue
+                if not dry:
                     folder.mkdir(parents=True, exist_ok=True)
-                    init.write_text("", encoding="utf-8")
-                    subprocess.run(["git", "add", str(init)], check=True)
+                    (folder / "__init__.py").write_text("", encoding="utf-8")
+                    subprocess.run(["git", "add", str(folder / "__init__.py")], check=True)
             if not dry:
                 target.parent.mkdir(parents=True, exist_ok=True)
             git("mv", str(file), str(target), dry=dry)

@@ -17,7 +17,7 @@ from cm_gym.studies.experiments import ExperimentConfig
 from cm_gym.studies.experiments.plan import Planner
 from cm_gym.studies.experiments.runner import ExperimentError, Runner, Unit, result_fingerprint, unit_dir
 
-KINDS = ("tests.ray_backend.unit_kinds",)
+KINDS = ("tests.backends.ray.unit_kinds",)
 
 
 def _backend(address: str, **kw):  # noqa: ANN202
@@ -30,7 +30,7 @@ def _backend(address: str, **kw):  # noqa: ANN202
 def test_units_run_as_ray_tasks_a_killed_worker_is_retried_and_errors_name_the_unit(
     ray_address: str, tmp_path: Path
 ) -> None:
-    import tests.ray_backend.unit_kinds  # noqa: F401 - the serial runner needs the kinds here too
+    import tests.backends.ray.unit_kinds  # noqa: F401 - the serial runner needs the kinds here too
 
     leaf = Unit("ray_test_sum", {"x": 1})
     middle = [Unit("ray_test_sum", {"x": 10 + i}, {"leaf": leaf}) for i in range(3)]

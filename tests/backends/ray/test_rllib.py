@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("ray.rllib", reason="Ray is an optional extra: pip install -e '.[ray]'")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _example():  # noqa: ANN202 - the example module
@@ -34,7 +34,7 @@ def test_masked_ppo_trains_on_rllib_and_never_picks_a_masked_slot() -> None:
     from cm_gym.memory.defaults import default_snapshot
 
     env_config = {"env_id": "cm_gym/SQL-v0", "store": str(default_snapshot("SQL")), "mask_space": "box"}
-    # tests/ray_backend keeps one session-wide cluster connected: join it rather than init twice
+    # tests/backends/ray keeps one session-wide cluster connected: join it rather than init twice
     started = not ray.is_initialized()
     if started:
         ray.init(

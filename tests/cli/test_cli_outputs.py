@@ -18,7 +18,7 @@ from cm_gym.cli._args import OPTIONS
 from cm_gym.protocol import ProtocolConfig, ProtocolError
 from cm_gym.protocol.report import results_table
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_command_and_option_has_help_and_every_config_field_a_description() -> None:

@@ -22,7 +22,7 @@ from cm_gym.domains.check import DomainCheckError, check_domain
 from cm_gym.domains.registry import RegistryError, register_benchmark
 from tests.toy_domain import ToyDomain, toy_tasks
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "cm_gym_ranges"
 
 PLUGIN_RUN = """
