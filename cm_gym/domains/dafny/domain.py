@@ -11,7 +11,8 @@ from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, Predicat
 from cm_gym.domains.dafny import reply
 from cm_gym.domains.dafny.annotations import KEYWORDS
 from cm_gym.domains.dafny.conditions import PREDICATES, contrast_key, distil_annotation
-from cm_gym.domains.dafny.edits import dafny_edit_operators, dafny_error_model, transfer_annotations
+from cm_gym.domains.dafny.edits import dafny_edit_operators, transfer_annotations
+from cm_gym.domains.dafny.errormodel import dafny_error_model
 from cm_gym.domains.dafny.evaluator import DafnyEvaluator
 from cm_gym.domains.reply import ReplyFormat
 

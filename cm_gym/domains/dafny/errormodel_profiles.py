@@ -1,6 +1,6 @@
 """Dafny error models of the simulator's *fitted profiles* (``llm="simulated:<profile>"``).
 
-A profile keeps the default model's slips (`cm_gym.domains.dafny.edits.dafny_error_model`), each
+A profile keeps the default model's slips (`cm_gym.domains.dafny.errormodel.dafny_error_model`), each
 where it can occur, scaled to a fitted rate, and adds the kinds of mistake DafnyBench's published
 programs show that the default lacks (measured by `cm_gym.studies.analysis.real_errors_dafny`; rates in
 the profile files under ``cm_gym/llm/profiles/``):
@@ -31,7 +31,7 @@ import numpy as np
 from cm_gym.core.types import Task
 from cm_gym.domains.base import ErrorModel, ErrorOperator
 from cm_gym.domains.dafny.annotations import insert_after
-from cm_gym.domains.dafny.edits import dafny_error_model
+from cm_gym.domains.dafny.errormodel import dafny_error_model
 from cm_gym.domains.dafny.program import code_lines, loops, members
 
 MAX_P = 0.95
