@@ -24,7 +24,7 @@ each family (``python bench/bench_dafny_slips.py --counts``: bound invariants ``
 176 of the 247 programs with invariants, decreases in 114, slice invariants in 41): a family's
 slip fires on half the drafts whose program has its feature (a strict index loop; recursion or a
 non-index loop guard; a slice postcondition), an easy decreases clause on 10%. The generic slips
-of the model this one refines (`edits.dafny_error_model`: dropped invariants and assertions,
+of the model this one refines (`errormodel.dafny_error_model`: dropped invariants and assertions,
 off-by-ones, no hints) stay, at rates cut once (to 5-14%, from 12-70%) before any selector ran:
 the first build (40 build tasks, seed 0) showed that independent slips compounding on one method
 left no single-annotation correction that verifies (0 records), which says nothing about a
