@@ -14,15 +14,14 @@ tasks' records: the optimistic reading, environments (databases, projects) seen.
     python bench/bench_real_mistakes.py --benchmarks Dafny --systems gpt-4o claude-3-opus \\
         --n-build 60 --n-eval 60                             # Dafny verifies for seconds per program
 
-The last column, the distance of a fitted simulator profile to the real error distribution, is
-filled by `cm_gym.studies.analysis.real_errors.profile_distance(benchmark, system)` where that module
-exists (issue 21, part B); "—" otherwise.
+The last column is the distance of the system's fitted simulator profile (`simulated:<system>`) to
+the real error distribution before and after the fit: the total variation between kind
+distributions, as recorded in the profile file by `bench/bench_error_profiles.py --fit`.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
@@ -49,17 +48,16 @@ KIND = {"SpiderSQL": "spider", "Dafny": "dafny", "CodeHumanEvalSynth": "humaneva
 
 
 def _profile_distance(benchmark: str, system: str) -> str:
+    """ "TV before → after" of the system's fitted profile (its file's own record), or "—"."""
+    from cm_gym.llm.profiles import load_profile
+
     try:
-        mod = importlib.import_module("cm_gym.studies.analysis.real_errors")
-    except ImportError:
+        profile = load_profile(system)
+    except Exception:  # noqa: BLE001 - a column of a report, never the run
         return "—"
-    fn = getattr(mod, "profile_distance", None)
-    if fn is None:
-        return "—"
-    try:
-        return str(fn(benchmark, system))
-    except Exception as exc:  # noqa: BLE001 - a column of a report, never the run
-        return f"error: {exc}"
+    before = (profile.meta.get("before") or {}).get("tv") if profile else None
+    after = (profile.meta.get("after") or {}).get("tv") if profile else None
+    return f"TV {before:.3f} → {after:.3f}" if before is not None and after is not None else "—"
 
 
 def _agreement(benchmark: str, system: str, result: Any, tasks: dict[str, Any]) -> str:
