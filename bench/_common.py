@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.core.splits import make_split
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Domain
+from cm_gym.domains.registry import BenchmarkSpec, get_benchmark, get_domain
 from cm_gym.memory.record import Record
-from cm_gym.registry import BenchmarkSpec, get_benchmark, get_domain
-from cm_gym.splits import make_split
-from cm_gym.types import Task
 
 
 class ColumnSource:

@@ -40,11 +40,11 @@ from typing import Any
 import numpy as np
 from _common import ColumnSource
 
+from cm_gym.core.types import Task
 from cm_gym.memory import ann as ann_mod
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.retrieval import Retriever
 from cm_gym.memory.synthetic import SituationCorpus, query_texts
-from cm_gym.types import Task
 
 K = 4
 LAMBDA = 0.2

@@ -19,8 +19,8 @@ import json
 import sys
 from pathlib import Path
 
-from cm_gym.analysis.calibrate import PAPER_TARGETS, Row, fit_lines, linear_rate, pooled_rate
 from cm_gym.domains.base import RevisionRates
+from cm_gym.studies.analysis.calibrate import PAPER_TARGETS, Row, fit_lines, linear_rate, pooled_rate
 
 
 def load_rows(folder: Path) -> list[Row]:

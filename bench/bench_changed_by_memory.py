@@ -21,9 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cm_gym.agent import BaseAgent, Cost  # noqa: E402
+from cm_gym.core.types import AgentState  # noqa: E402
+from cm_gym.domains.registry import get_benchmark, get_domain  # noqa: E402
 from cm_gym.llm.simulated import SimulatedLLM  # noqa: E402
-from cm_gym.registry import get_benchmark, get_domain  # noqa: E402
-from cm_gym.types import AgentState  # noqa: E402
 
 DEFAULT = (
     "SQL",

@@ -24,11 +24,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.code.evaluator import CodeEvaluator
 from cm_gym.domains.code.generated import load_generated_tasks
 from cm_gym.domains.code.hostile_check import run_corpus
 from cm_gym.evaluators.sandbox import Limits, Sandbox
-from cm_gym.types import Action, AgentState, Task
 
 
 def _spread(tasks: list[Task], n: int) -> list[Task]:
@@ -60,7 +60,7 @@ def bench_code(n: int) -> dict[str, Any]:
 
 
 def bench_quixbugs(pytest_n: int) -> dict[str, Any]:
-    from cm_gym.domains.code.quixbugs import load_quixbugs_tasks, quixbugs_root
+    from cm_gym.domains.code.loader import load_quixbugs_tasks, quixbugs_root
 
     ev = CodeEvaluator()
     tasks = load_quixbugs_tasks()

@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 from _common import first_make
 
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.dafny.annotations import AnnotationError, extract_annotations
 from cm_gym.domains.dafny.domain import DafnyDomain
 from cm_gym.domains.dafny.loader import load_dafny_tasks
-from cm_gym.types import Action, AgentState, Task
 
 FAMILIES = ("weak_bound", "drop_slice_invariant", "drop_decreases")
 
@@ -133,7 +133,7 @@ def bench_first_make() -> None:
 
 
 def bench_store(path: str, tasks: list[Task]) -> None:
-    from cm_gym.memory.conditions import parse_condition
+    from cm_gym.domains.conditions import parse_condition
     from cm_gym.memory.snapshot import FrozenStore
 
     domain = DafnyDomain()

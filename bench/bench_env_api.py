@@ -15,7 +15,7 @@ import gymnasium as gym
 import numpy as np
 
 import cm_gym  # noqa: F401
-from cm_gym.wrappers import ActionMaskObservation
+from cm_gym.envs.wrappers import ActionMaskObservation
 
 
 def _steps(env: gym.Env, n: int, dict_obs: bool = False) -> float:

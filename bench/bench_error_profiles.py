@@ -8,7 +8,7 @@ one-edit-repairable share and the memory-free (None) score, real vs simulated.
     python bench/bench_error_profiles.py --json runs/error_profiles.json
 
 Reads the published outputs under ``$CM_GYM_DATA/llm-outputs`` (never copied). The distance is
-the total-variation distance between kind distributions (`cm_gym.analysis.real_errors`); the
+the total-variation distance between kind distributions (`cm_gym.studies.analysis.real_errors`); the
 simulated samples are measured on seeds `--eval-seeds` (the fit uses `--fit-seeds`). Costs on
 the 2-core development machine: SQL executes every answer and every grammar edit of every failure
 (seconds per system); HumanEval judges in the sandbox (~0.3 s a program: the repair check runs on
@@ -28,11 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.analysis.real_errors import ErrorSample, collectors
-from cm_gym.analysis.real_errors_fit import fit_profile
-from cm_gym.analysis.real_errors_report import kinds_table, summary_row, summary_table
 from cm_gym.llm.profiles import load_profile, profile_names, write_profile
 from cm_gym.llm.recordings import load_recordings
+from cm_gym.studies.analysis.real_errors import ErrorSample
+from cm_gym.studies.analysis.real_errors_compare import collectors
+from cm_gym.studies.analysis.real_errors_fit import fit_profile
+from cm_gym.studies.analysis.real_errors_report import kinds_table, summary_row, summary_table
 
 SYSTEMS = {
     "spider": ("gpt-4-zero-shot", "gpt-4-few-shot", "gpt-4-din-sql", "codex-few-shot", "codex-din-sql",
@@ -89,7 +90,7 @@ def run(kind: str, system: str, args: argparse.Namespace, defaults: dict[str, Er
                 load_profile(system), tasks, seeds=args.eval_seeds, repair=repair, **extra
             )
         if kind == "dafny" and args.dafny_agree:
-            from cm_gym.analysis.real_errors_dafny import upstream_agreement
+            from cm_gym.studies.analysis.real_errors_dafny import upstream_agreement
 
             real.notes["dafny_2_3_agreement"] = upstream_agreement(system, tasks, args.dafny_agree)
             print(f"Dafny 2.3 on upstream's verdicts ({system}): {real.notes['dafny_2_3_agreement']}")

@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from cm_gym.experiments import ExperimentConfig, run_experiments
+from cm_gym.studies.experiments import ExperimentConfig, run_experiments
 
 
 def _run(study: str, cfg: ExperimentConfig) -> tuple[float, int, int]:

@@ -18,14 +18,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import LoadReport
+from cm_gym.domains.conditions import parse_condition_or_none
 from cm_gym.domains.humaneval import HumanEvalDomain
 from cm_gym.domains.humaneval.checks import convert_check
+from cm_gym.domains.humaneval.errormodel import transfer_contrast
 from cm_gym.domains.humaneval.loader import _load, humaneval_file, load_humaneval_tasks, read_problems
-from cm_gym.domains.humaneval.model import transfer_contrast
-from cm_gym.memory.conditions import parse_condition_or_none
-from cm_gym.memory.snapshot import open_store
-from cm_gym.types import Task
+from cm_gym.memory.opening import open_store
 
 
 def conversion() -> None:

@@ -114,8 +114,8 @@ def sql_probe(sql: str, memory: bool) -> dict[str, Any]:
     import resource
     import sqlite3
 
+    from cm_gym.core.types import Action, AgentState, Task
     from cm_gym.domains.sql.evaluator import SQLEvaluator
-    from cm_gym.types import Action, AgentState, Task
 
     d = tempfile.mkdtemp()
     db = os.path.join(d, "t.sqlite")
@@ -148,9 +148,9 @@ def sql_probe(sql: str, memory: bool) -> dict[str, Any]:
 
 
 def sql_cost(rounds: int) -> dict[str, Any]:
+    from cm_gym.core.types import Action, AgentState
     from cm_gym.domains.sql import load_spider_tasks
     from cm_gym.domains.sql.evaluator import SQLEvaluator
-    from cm_gym.types import Action, AgentState
 
     tasks = load_spider_tasks()
     ev = SQLEvaluator()
@@ -169,9 +169,9 @@ def sql_cost(rounds: int) -> dict[str, Any]:
 
 
 def code_cost(n: int) -> dict[str, Any]:
+    from cm_gym.core.types import Action, AgentState
     from cm_gym.domains.code.evaluator import CodeEvaluator
     from cm_gym.domains.code.generated import load_generated_tasks
-    from cm_gym.types import Action, AgentState
 
     tasks = load_generated_tasks()
     sample = [tasks[int(i * len(tasks) / n)] for i in range(n)]
@@ -184,9 +184,9 @@ def code_cost(n: int) -> dict[str, Any]:
 
 def dafny_check_cost(n: int) -> dict[str, Any]:
     """Whole Dafny checks (annotation check + the verifier in the sandbox) on `n` short tasks."""
+    from cm_gym.core.types import Action, AgentState
     from cm_gym.domains.dafny.evaluator import DafnyEvaluator
     from cm_gym.domains.dafny.loader import load_dafny_tasks
-    from cm_gym.types import Action, AgentState
 
     tasks = sorted(load_dafny_tasks(), key=lambda t: (len(t.reference), t.task_id))[:n]
     ev = DafnyEvaluator()

@@ -26,15 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from cm_gym.agent import BaseAgent, Cost, RecordView
+from cm_gym.core.types import Action, AgentState, Attempt, Outcome, Task
 from cm_gym.domains.base import Domain
+from cm_gym.domains.registry import RegistryError, get_benchmark, get_domain
 from cm_gym.llm.base import DRAFT_ACTION, LLM, Completion
-from cm_gym.llm.cache import CachedLLM, ResponseCache
+from cm_gym.llm.cache import ResponseCache
+from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.openai_client import OpenAICompatibleLLM
 from cm_gym.llm.prompts import render_record
 from cm_gym.llm.server import serve_in_thread
 from cm_gym.llm.simulated import SimulatedLLM
-from cm_gym.registry import RegistryError, get_benchmark, get_domain
-from cm_gym.types import Action, AgentState, Attempt, Outcome, Task
 
 
 class Recorder:

@@ -1,6 +1,6 @@
 """Issue 25: every shared folder's data check on the machine as it is and under a CPU hog.
 
-For each folder: `cm_gym.loadcheck.quiet_and_busy` (two fresh runs: own cache, loader caches
+For each folder: `cm_gym.cli.loadcheck.quiet_and_busy` (two fresh runs: own cache, loader caches
 cleared, no verdict cache; the second under two spinning processes per core) and one line: tasks
 loaded, references checked, solved in each run, whether tasks and verdicts are identical, the
 wall times and their ratio (how much the hog slowed the run down), and the budget line (unit,
@@ -22,8 +22,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from cm_gym.cli.loadcheck import Comparison, quiet_and_busy
 from cm_gym.evaluators.cpuhog import CpuHog
-from cm_gym.loadcheck import Comparison, quiet_and_busy
 
 #: (label, benchmark, folder under the data root)
 FOLDERS = (

@@ -24,14 +24,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cm_gym.agent import RecordView  # noqa: E402
+from cm_gym.core.types import AgentState  # noqa: E402
+from cm_gym.domains.registry import get_benchmark, get_domain  # noqa: E402
 from cm_gym.llm.base import DRAFT_ACTION, REVISE_WITH_RECORD  # noqa: E402
 from cm_gym.llm.fields import render_record  # noqa: E402
 from cm_gym.llm.local_model import load_local_model  # noqa: E402
 from cm_gym.llm.openai_client import OpenAICompatibleLLM  # noqa: E402
 from cm_gym.llm.prompts import render  # noqa: E402
 from cm_gym.llm.server import serve_in_thread  # noqa: E402
-from cm_gym.registry import get_benchmark, get_domain  # noqa: E402
-from cm_gym.types import AgentState  # noqa: E402
 
 
 def prompts() -> dict[str, list[dict[str, str]]]:

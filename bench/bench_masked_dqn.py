@@ -22,8 +22,8 @@ from stable_baselines3 import DQN
 
 import cm_gym  # noqa: F401
 from cm_gym.agents.masked_dqn import TABLE3, TABLE3_POLICY_KWARGS, MaskedDQN
+from cm_gym.envs.features import OBS_DIM
 from cm_gym.envs.selection import MemorySelectionEnv
-from cm_gym.features import OBS_DIM
 
 
 class ReplayEnv(gym.Env):

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from _common import first_make
 
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.math.checker import FILENAME, build_plan
 from cm_gym.domains.math.evaluator import MathEvaluator
 from cm_gym.domains.math.hostile import CORPUS, hostile_task
@@ -38,7 +39,6 @@ from cm_gym.domains.math.loader import load_minif2f_tasks
 from cm_gym.domains.math.proofs import read_table
 from cm_gym.domains.math.script import parse_script
 from cm_gym.domains.math.statement import statement_of
-from cm_gym.types import Action, AgentState, Task
 
 
 def _spread(tasks: list[Task], n: int) -> list[Task]:

@@ -22,9 +22,9 @@ from pathlib import Path
 
 os.environ.setdefault("SOURCE_DATE_EPOCH", "1700000000")
 
-from cm_gym.experiments import QUICK, ExperimentConfig, Sizes  # noqa: E402
-from cm_gym.experiments.plan import Planner  # noqa: E402
-from cm_gym.experiments.runner import Runner, Unit, result_fingerprint  # noqa: E402
+from cm_gym.studies.experiments import QUICK, ExperimentConfig, Sizes  # noqa: E402
+from cm_gym.studies.experiments.plan import Planner  # noqa: E402
+from cm_gym.studies.experiments.runner import Runner, Unit, result_fingerprint  # noqa: E402
 
 #: units of seconds to tens of seconds (a real sweep's are minutes): 48 build / train / eval tasks,
 #: 500 decisions of selector training per seed
@@ -73,7 +73,7 @@ def main() -> None:
     )
     ap.add_argument("--keep", type=Path, help="copy both results folders here")
     args = ap.parse_args()
-    from cm_gym.ray_backend.experiments import RayBackend
+    from cm_gym.backends.ray.experiments import RayBackend
 
     with tempfile.TemporaryDirectory(prefix="cm_gym_bench_ray_") as tmp:
         sizes = QUICK if args.size == "quick" else MEDIUM

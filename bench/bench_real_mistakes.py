@@ -1,7 +1,7 @@
 """Memory from real mistakes: per benchmark and recorded system, how many real first drafts fail,
 how many of those failures Module I's K = 4 local search repairs, how many verified records form
 (and with which conditions), and whether the stored corrections fix *held-out* real failures —
-of the same system and of another one (`cm_gym.analysis.real_memory`).
+of the same system and of another one (`cm_gym.studies.analysis.real_memory`).
 
 Splits are the benchmarks' own (seed 12345): records come from the build side (Spider: by
 database; Dafny: by project; HumanEval: by problem), held-out failures from the eval side.
@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cm_gym.analysis.real_memory import construct_from_recorded, heldout_transfer, split_ids
+from cm_gym.domains.registry import get_benchmark, get_domain
 from cm_gym.llm.recordings import load_recordings
-from cm_gym.registry import get_benchmark, get_domain
+from cm_gym.studies.analysis.real_memory import construct_from_recorded, heldout_transfer, split_ids
 
 SYSTEMS = {
     "SpiderSQL": ("gpt-4-zero-shot", "gpt-4-few-shot", "gpt-4-din-sql", "gpt-4-dail-sql",

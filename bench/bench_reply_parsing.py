@@ -32,11 +32,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from cm_gym.core.paths import data_root  # noqa: E402
 from cm_gym.domains.code.domain import CodeDomain  # noqa: E402
 from cm_gym.domains.dafny.domain import DafnyDomain  # noqa: E402
 from cm_gym.domains.sql.domain import SQLDomain  # noqa: E402
 from cm_gym.llm.recordings import load_recordings  # noqa: E402
-from cm_gym.paths import data_root  # noqa: E402
 from tests.domains.reply_shapes import SHAPES  # noqa: E402
 
 

@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 from _common import ColumnSource
 
+from cm_gym.core.types import Task
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.record import Record
 from cm_gym.memory.retrieval import Retriever, query_text
-from cm_gym.types import Task
 
 PHRASES = ["at least", "no fewer than", "strictly", "more than", "at most", "distinct", "highest", "lowest"]
 DOMAINS = ("sql", "sat", "smt", "code")

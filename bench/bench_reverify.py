@@ -29,13 +29,13 @@ from pathlib import Path
 os.environ.setdefault("SOURCE_DATE_EPOCH", "1700000000")
 os.environ.setdefault("CM_GYM_PROGRESS", "0")
 
+from cm_gym.core.splits import make_split  # noqa: E402
+from cm_gym.domains.registry import get_benchmark, get_domain  # noqa: E402
 from cm_gym.domains.sql import load_generated_tasks  # noqa: E402
 from cm_gym.llm.simulated import SimulatedLLM  # noqa: E402
 from cm_gym.memory.construction import ConstructionConfig, build_memory  # noqa: E402
 from cm_gym.memory.reverify import reverify_store  # noqa: E402
 from cm_gym.memory.store import RecordStore  # noqa: E402
-from cm_gym.registry import get_benchmark, get_domain  # noqa: E402
-from cm_gym.splits import make_split  # noqa: E402
 
 
 def main() -> None:

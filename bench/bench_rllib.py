@@ -30,9 +30,9 @@ def main() -> None:
 
     import ray
 
+    from cm_gym.backends.ray.cluster import connect
+    from cm_gym.backends.ray.rllib import algorithm_config
     from cm_gym.protocol import ProtocolConfig, build_snapshot, load_snapshot, prepare
-    from cm_gym.ray_backend.cluster import connect
-    from cm_gym.ray_backend.rllib import algorithm_config
 
     with tempfile.TemporaryDirectory(prefix="bench_rllib-") as tmp:
         cfg = ProtocolConfig(benchmark="SQL", n_build=16, n_train=64, n_eval=8, seeds=(0,), out_dir=tmp)

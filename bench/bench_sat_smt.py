@@ -29,11 +29,14 @@ from typing import Any
 import z3
 from pysat.solvers import Solver
 
+from cm_gym.core.paths import data_root
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.base import LoadReport
+from cm_gym.domains.registry import get_benchmark
 from cm_gym.domains.sat import hostile as sat_hostile
 from cm_gym.domains.sat.dimacs import cached_cnf
 from cm_gym.domains.sat.evaluator import SatEvaluator
-from cm_gym.domains.sat.satlib import load_satlib_tasks, satlib_task
+from cm_gym.domains.sat.loader import load_satlib_tasks, satlib_task
 from cm_gym.domains.sat.solver import parse_config as parse_sat_config
 from cm_gym.domains.smt import hostile as smt_hostile
 from cm_gym.domains.smt.evaluator import SmtEvaluator
@@ -41,9 +44,6 @@ from cm_gym.domains.smt.loader import load_smtlib_tasks, smtlib_task
 from cm_gym.domains.smt.smtlib import file_text, parse_smtlib
 from cm_gym.domains.smt.solver import make_solver
 from cm_gym.domains.smt.solver import parse_config as parse_smt_config
-from cm_gym.paths import data_root
-from cm_gym.registry import get_benchmark
-from cm_gym.types import Action, AgentState, Task
 
 
 # -- direct solver calls (the baseline) ----------------------------------------------------------

@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.sql import SQLDomain, load_generated_tasks, load_spider_tasks
 from cm_gym.domains.sql.edits import raw_edits
 from cm_gym.domains.sql.evaluator import SQLEvaluator
 from cm_gym.domains.sql.schema import ro_uri
-from cm_gym.types import Action, AgentState, Task
 
 
 def timing(tasks: list[Task], rounds: int) -> None:

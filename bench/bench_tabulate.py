@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.cli.tabulation import tabulate
 from cm_gym.protocol import ProtocolConfig, build_snapshot, prepare, run_protocol
-from cm_gym.tabulate import tabulate
 
 
 @contextlib.contextmanager

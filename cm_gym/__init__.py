@@ -1,13 +1,20 @@
 """cm_gym: Gymnasium environments for learning when an LLM agent should use a verified
 counterfactual memory record. Importing the package registers the built-in env ids
-(``cm_gym/SQL-v0`` and the other domains' ids)."""
+(``cm_gym/SQL-v0`` and the other domains' ids).
+
+The package is layered (ARCHITECTURE.md): core → evaluators → domains → llm → agent → memory →
+envs → agents → protocol → studies → backends → cli; nothing imports upward. Module paths from
+before the layers (``cm_gym.features``, ``cm_gym.registry``, ...) still import, as the same module
+objects (`cm_gym._compat`)."""
 
 from __future__ import annotations
 
-from cm_gym.registry import get_benchmark, get_domain, list_benchmarks, register_benchmark
-from cm_gym.types import Action, AgentState, Outcome, Split, Task
+from cm_gym import _compat
+from cm_gym.core.types import Action, AgentState, Outcome, Split, Task
+from cm_gym.core.version import __version__  # noqa: F401 - cm_gym.__version__
+from cm_gym.domains.registry import get_benchmark, get_domain, list_benchmarks, register_benchmark
 
-__version__ = "0.1.0"
+_compat.install()  # old module paths (cm_gym.features, ...) import the moved modules
 
 __all__ = [
     "Action",
@@ -25,7 +32,7 @@ __all__ = [
 
 
 def _register_builtins() -> None:
-    from cm_gym.domains import load_builtin_domains
+    from cm_gym.domains.catalog import load_builtin_domains
 
     load_builtin_domains()
 
@@ -50,11 +57,11 @@ def __getattr__(name: str) -> object:
     """Lazy public API: `check_domain`, `DomainCheckError`, `evaluate_policies` (they import the
     memory and protocol layers, which plain ``import cm_gym`` does not need)."""
     if name in ("check_domain", "DomainCheckError"):
-        from cm_gym import domain_check
+        from cm_gym.domains import check as domain_check
 
         return getattr(domain_check, name)
     if name == "evaluate_policies":
-        from cm_gym.evaluation import evaluate_policies
+        from cm_gym.protocol.evaluation import evaluate_policies
 
         return evaluate_policies
     raise AttributeError(f"module 'cm_gym' has no attribute {name!r}")

@@ -6,7 +6,7 @@ their variables: each Python block is a whole script run by ``python`` (so ``if 
 "__main__":`` and process pools behave as for a user), each shell block a ``bash -e -o pipefail``
 script. The environment is the test run's own, plus:
 
-- ``CM_GYM_QUICK=1``: the documented smoke sizes (`cm_gym.quick`), so a block that runs the
+- ``CM_GYM_QUICK=1``: the documented smoke sizes (`cm_gym.core.quick`), so a block that runs the
   main job finishes in a minute or two while its text stays what a user types;
 - ``CM_GYM_CACHE``: one cache for the whole run (default stores are built once, content-keyed);
 - ``MPLBACKEND=Agg`` and no terminal: progress is printed as lines;

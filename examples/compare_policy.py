@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 import cm_gym
-from cm_gym.features import SLOT_DIM, SLOT_FEATURES, SLOTS
-from cm_gym.report import results_table
+from cm_gym.envs.features import SLOT_DIM, SLOT_FEATURES, SLOTS
+from cm_gym.protocol.report import results_table
 
 RELEVANCE = SLOT_FEATURES.index("relevance")  # per slot: relevance, admission, Δ, u, ..., validity
 

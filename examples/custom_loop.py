@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 import cm_gym  # noqa: F401  (registers the cm_gym/* env ids)
-from cm_gym.features import N_ACTIONS, OBS_DIM
+from cm_gym.envs.features import N_ACTIONS, OBS_DIM
 
 
 def main() -> None:

@@ -3,14 +3,14 @@
     pip install -e ".[ray]"                        # Ray is an optional extra
     python examples/rllib_masked_ppo.py --iterations 5 --env-runners 1
 
-The env is ``cm_gym/SQL-v0`` wrapped by `cm_gym.wrappers.ActionMaskObservation`, i.e. observations
+The env is ``cm_gym/SQL-v0`` wrapped by `cm_gym.envs.wrappers.ActionMaskObservation`, i.e. observations
 ``{"observations": Box(98), "action_mask": Box(0, 1, (5,))}``, and the policy is RLlib's
 action-masking PPO module, which adds log(mask) to the logits so masked slots are never sampled.
 
 Env registration in Ray workers: workers are fresh processes that never imported cm_gym, so
 ``config.environment("cm_gym/SQL-v0")`` fails there with ``gymnasium.error.NamespaceNotFound:
 Namespace cm_gym not found``, followed by a misleading ``IndexError`` from RLlib. Register the env
-creator `cm_gym.wrappers.make_masked_env` instead (below): it is a module-level function of cm_gym,
+creator `cm_gym.envs.wrappers.make_masked_env` instead (below): it is a module-level function of cm_gym,
 so unpickling it in a worker imports cm_gym and every ``cm_gym/...`` id. For the unmasked env,
 ``config.environment("cm_gym:cm_gym/SQL-v0")`` does the same through Gymnasium's module prefix.
 """
@@ -30,7 +30,7 @@ def build_config(env_config: dict[str, Any], env_runners: int, batch: int) -> An
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
     from ray.tune.registry import register_env
 
-    from cm_gym.wrappers import make_masked_env
+    from cm_gym.envs.wrappers import make_masked_env
 
     register_env("cm_gym_masked", make_masked_env)
     return (

@@ -8,8 +8,8 @@ import torch
 
 import cm_gym  # registers the cm_gym/... env ids
 from cm_gym.agents import MaskedDQN  # SB3's DQN with action masking, the paper's Table 3 settings
-from cm_gym.report import results_table
-from cm_gym.training import DecisionProgress  # a progress bar (lines when piped to a file)
+from cm_gym.protocol.report import results_table
+from cm_gym.protocol.training import DecisionProgress  # a progress bar (lines when piped to a file)
 
 torch.set_num_threads(1)  # a (64, 64) MLP: extra threads only wait on small machines
 env = gym.make("cm_gym/SQL-v0")  # the default frozen store, training tasks, simulated LLM

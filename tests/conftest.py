@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cm_gym.paths import DataNotFoundError, data_root
+from cm_gym.core.paths import DataNotFoundError, data_root
 
 # Keep caches (generated databases, default stores) out of the user's home unless the run already
 # chose a cache dir; set at import so that session-scoped fixtures see it too.

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.features import mask_from_observation
+from cm_gym.envs.features import mask_from_observation
 
 
 class HighestSlot:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.evaluators.budgets import INFRASTRUCTURE, budget_details, infrastructure, retry_once
 from cm_gym.evaluators.sandbox import Limits, SandboxResult
-from cm_gym.types import Action, AgentState, Outcome, Task
 
 
 def _run(**kw: Any) -> SandboxResult:

@@ -15,9 +15,9 @@ import pytest
 from cm_gym.cli import make_parser
 from cm_gym.cli.evaluate import TRAINING_ONLY
 from cm_gym.cli.run import config_from
+from cm_gym.core.quick import PROTOCOL_SIZES, protocol_overrides, quick_mode
 from cm_gym.memory.defaults import MIN_USEFUL_RECORDS, warn_if_nearly_empty
 from cm_gym.protocol import ProtocolConfig
-from cm_gym.quick import PROTOCOL_SIZES, protocol_overrides, quick_mode
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -134,8 +134,8 @@ def test_the_example_plugin_store_has_a_record_for_every_slip_family(tmp_path: P
 def test_quick_default_store_is_a_separate_smaller_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    from cm_gym.core.quick import DEFAULT_STORE_N_BUILD
     from cm_gym.memory.defaults import default_snapshot
-    from cm_gym.quick import DEFAULT_STORE_N_BUILD
 
     monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path))
     monkeypatch.setenv("CM_GYM_PROGRESS", "0")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cm_gym.loadcheck import Comparison, quiet_and_busy
+from cm_gym.cli.loadcheck import Comparison, quiet_and_busy
 
 pytestmark = [pytest.mark.data, pytest.mark.slow]
 

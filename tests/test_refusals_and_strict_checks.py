@@ -13,11 +13,11 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
-from cm_gym.datacheck import check_dataset
-from cm_gym.domain_check import check_domain
+from cm_gym.cli.datacheck import check_dataset
 from cm_gym.domains.base import ErrorModel, ErrorOperator, LoadReport
+from cm_gym.domains.check import check_domain
 from cm_gym.envs._loading import StoreNotFrozenError
-from cm_gym.metrics import EpisodeCounters, paired, summarize
+from cm_gym.envs.metrics import EpisodeCounters, paired, summarize
 from tests.toy_domain import ToyDomain, toy_tasks
 
 
@@ -141,7 +141,7 @@ def test_a_plugin_that_fails_to_load_is_one_warning_line(
     import logging
     from importlib.metadata import EntryPoint
 
-    import cm_gym.domains as domains
+    import cm_gym.domains.catalog as domains  # the plugin loader (it logs under cm_gym.domains)
     from cm_gym.cli import guarded_run
 
     (tmp_path / "broken_cm_plugin.py").write_text("import no_such_dependency_here\n")
@@ -150,7 +150,11 @@ def test_a_plugin_that_fails_to_load_is_one_warning_line(
     monkeypatch.setattr(domains, "_loaded", False)
     monkeypatch.setattr(domains, "FAILED_PLUGINS", [])
     monkeypatch.setattr(
-        domains, "entry_points", lambda group: [EntryPoint("broken", "broken_cm_plugin", "cm_gym.benchmarks")]
+        domains,
+        "entry_points",
+        lambda group: (
+            [EntryPoint("broken", "broken_cm_plugin", group)] if group == "cm_gym.benchmarks" else []
+        ),
     )
     with caplog.at_level(logging.WARNING, logger="cm_gym.domains"):
         domains.load_builtin_domains()

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, ErrorOperator, PredicateFn
-from cm_gym.types import Action, AgentState, Outcome, Task
 
 FLIPS = {">=": ">", ">": ">=", "<=": "<", "<": "<="}
 

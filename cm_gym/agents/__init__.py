@@ -1,6 +1,6 @@
 """Selectors for the memory-selection env: masked DQN on stable-baselines3 and baseline policies.
 
-Imports only Gymnasium, stable-baselines3, torch, numpy and `cm_gym.features` (ARCHITECTURE.md).
+Imports only Gymnasium, stable-baselines3, torch, numpy and `cm_gym.envs.features` (ARCHITECTURE.md).
 """
 
 from cm_gym.agents.baselines import (

@@ -9,7 +9,7 @@
   of the current state through ``env.peek(action)`` and picking the best score. No deployable
   selector can do this; never report it as a method.
 
-All of them read the mask from the observation (`cm_gym.features.mask_from_observation`), accept a
+All of them read the mask from the observation (`cm_gym.envs.features.mask_from_observation`), accept a
 single observation or a batch, and return ``(actions, None)``. ``action_space="pairs"`` makes them
 act in the opt-in pair action space (Discrete(17)): `RandomValid` then draws among valid singles
 and pairs, `Oracle` peeks every valid single and pair; `AlwaysSkip` and `TopOne` act as before.
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.features import VALIDITY_INDICES, mask_from_observation, n_actions, pair_action
+from cm_gym.envs.features import VALIDITY_INDICES, mask_from_observation, n_actions, pair_action
 
 
 class BaselinePolicy:

@@ -29,7 +29,7 @@ from stable_baselines3.common.type_aliases import GymEnv
 from torch.nn import functional as F
 
 from cm_gym.agents.policies import MaskedDQNPolicy, masked_max
-from cm_gym.features import OBS_DIM, ObservationLayoutError, layout_of, mask_from_observation
+from cm_gym.envs.features import OBS_DIM, ObservationLayoutError, layout_of, mask_from_observation
 
 SelfMaskedDQN = TypeVar("SelfMaskedDQN", bound="MaskedDQN")
 

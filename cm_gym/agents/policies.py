@@ -1,6 +1,6 @@
 """Masked Q-network policy for stable-baselines3's DQN.
 
-The mask is read from the observation's validity features (`cm_gym.features.VALIDITY_INDICES`),
+The mask is read from the observation's validity features (`cm_gym.envs.features.VALIDITY_INDICES`),
 so every observation in the replay buffer carries the mask of its own decision. Skip (action 0) is
 always valid. Masked slots get −inf before the arg-max, so a greedy action is never a masked one.
 """
@@ -15,7 +15,7 @@ from gymnasium import spaces
 from stable_baselines3.common.type_aliases import PyTorchObs
 from stable_baselines3.dqn.policies import DQNPolicy, QNetwork
 
-from cm_gym.features import (
+from cm_gym.envs.features import (
     N_PAIR_ACTIONS,
     N_SLOTS,
     VALIDITY_INDICES,
@@ -95,7 +95,7 @@ class MaskedDQNPolicy(DQNPolicy):
     """DQNPolicy (MLP, default [64, 64] ReLU) whose Q-networks mask invalid slots.
 
     `validity_indices` tells where each slot's validity feature sits in the observation; the
-    default is the 98-dim layout of `cm_gym.features`.
+    default is the 98-dim layout of `cm_gym.envs.features`.
     """
 
     q_net: MaskedQNetwork

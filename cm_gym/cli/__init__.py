@@ -50,7 +50,7 @@ def guarded_run(func: Callable[[argparse.Namespace], int | None], args: argparse
     level = logging.WARNING - 10 * min(getattr(args, "verbose", 0), 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     if getattr(args, "verbose", 0):  # plugins load on import, before logging is set up
-        from cm_gym.domains import FAILED_PLUGINS
+        from cm_gym.domains.catalog import FAILED_PLUGINS
 
         for name, tb in FAILED_PLUGINS:
             logging.getLogger("cm_gym.domains").info("traceback of plugin %s:\n%s", name, tb.rstrip())
@@ -60,7 +60,7 @@ def guarded_run(func: Callable[[argparse.Namespace], int | None], args: argparse
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        from cm_gym.types import CmGymError
+        from cm_gym.core.types import CmGymError
 
         if isinstance(exc, CmGymError):
             print(f"cm-gym: error: {exc}", file=sys.stderr)
@@ -69,7 +69,7 @@ def guarded_run(func: Callable[[argparse.Namespace], int | None], args: argparse
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from cm_gym import provenance
+    from cm_gym.protocol import provenance
 
     provenance.COMMAND = ["cm-gym", *(sys.argv[1:] if argv is None else argv)]
     args = make_parser().parse_args(argv)

@@ -74,7 +74,7 @@ def existing_file(text: str) -> Path:
 
 def benchmark_name(text: str) -> str:
     """argparse type: a registered benchmark (name or Gymnasium id), returned as its name."""
-    from cm_gym.registry import RegistryError, get_benchmark
+    from cm_gym.domains.registry import RegistryError, get_benchmark
 
     try:
         return get_benchmark(text).name
@@ -145,8 +145,8 @@ OPTIONS: dict[str, Opt] = {
     "tensorboard": Opt("write TensorBoard logs to <out-dir>/tensorboard"),
     "progress": Opt("progress bars on stderr"),
     "revision_rates": Opt("the simulated LLM's revision rates (a file from `cm-gym calibrate`)", existing_file, metavar="FILE"),
-    "obs_layouts": Opt("observation layouts to train a selector on: paper (98 dims) and/or extended (106, beyond the paper)", choices=_choices("cm_gym.features", "OBS_LAYOUTS")),
-    "obs_layout": Opt("observation layout: paper (98 dims) or extended (106, beyond the paper)", choices=_choices("cm_gym.features", "OBS_LAYOUTS")),
+    "obs_layouts": Opt("observation layouts to train a selector on: paper (98 dims) and/or extended (106, beyond the paper)", choices=_choices("cm_gym.envs.features", "OBS_LAYOUTS")),
+    "obs_layout": Opt("observation layout: paper (98 dims) or extended (106, beyond the paper)", choices=_choices("cm_gym.envs.features", "OBS_LAYOUTS")),
     "validation_fraction": Opt("share of T_train used to choose the checkpoint (default 0.5)", float, metavar="F"),
     "train_selector": Opt("also train the masked DQN and place it between random and the oracle"),
     "fit": Opt("fit the revision rates to the paper's rates and write them to --out"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cm_gym.registry import list_benchmarks
+from cm_gym.domains.registry import list_benchmarks
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

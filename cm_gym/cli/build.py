@@ -110,12 +110,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from cm_gym.core.splits import make_split
+    from cm_gym.domains.registry import get_benchmark, get_domain
     from cm_gym.llm.factory import make_llm
     from cm_gym.llm.limits import limit
     from cm_gym.memory.construction import ConstructionConfig, build_memory
     from cm_gym.memory.store import RecordStore
-    from cm_gym.registry import get_benchmark, get_domain
-    from cm_gym.splits import make_split
 
     spec = get_benchmark(args.benchmark)
     domain = get_domain(spec.domain_name)
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         store.set_meta("build_settings", json.dumps(settings, sort_keys=True))
         bar = None
         if not args.no_progress:
-            from cm_gym.progress import progress_bar
+            from cm_gym.core.progress import progress_bar
 
             bar = progress_bar(len(ids), "build", "task", file=sys.stderr)
 

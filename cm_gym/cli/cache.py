@@ -125,8 +125,8 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from cm_gym.core.paths import cache_root
     from cm_gym.memory.default_cache import list_default_stores
-    from cm_gym.paths import cache_root
 
     entries = list_default_stores(args.benchmark)
     if args.json:

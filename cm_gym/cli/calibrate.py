@@ -11,7 +11,7 @@ from cm_gym.cli.run import with_bars
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from cm_gym.analysis.calibrate_run import CalibrateConfig
+    from cm_gym.studies.analysis.calibrate_run import CalibrateConfig
 
     p = sub.add_parser(
         "calibrate",
@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cm_gym.analysis.calibrate_run import CalibrateConfig, calibration_table, run_calibration
+    from cm_gym.studies.analysis.calibrate_run import CalibrateConfig, calibration_table, run_calibration
 
     cfg = dataclass_from_args(CalibrateConfig, args)
     result = with_bars(run_calibration, cfg)

@@ -42,8 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cm_gym.domain_check import check_domain
-    from cm_gym.registry import get_benchmark
+    from cm_gym.domains.check import check_domain
+    from cm_gym.domains.registry import get_benchmark
 
     tasks = get_benchmark(args.benchmark).load(args.data) if args.data is not None else None
     report = check_domain(

@@ -39,8 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cm_gym.datacheck import check_dataset
-    from cm_gym.progress import progress_bar
+    from cm_gym.cli.datacheck import check_dataset
+    from cm_gym.core.progress import progress_bar
 
     if args.limit is not None and args.limit < 0:
         raise argparse.ArgumentTypeError("--limit must be >= 0")

@@ -9,7 +9,7 @@ from cm_gym.cli.run import with_bars
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from cm_gym.analysis.diagnose import DiagnoseConfig
+    from cm_gym.studies.analysis.diagnose import DiagnoseConfig
 
     p = sub.add_parser(
         "diagnose",
@@ -20,8 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cm_gym.analysis.diagnose import DiagnoseConfig, diagnose_table, run_diagnose
-    from cm_gym.analysis.plots import write_diagnose_plot
+    from cm_gym.studies.analysis.diagnose import DiagnoseConfig, diagnose_table, run_diagnose
+    from cm_gym.studies.analysis.plots import write_diagnose_plot
 
     cfg = dataclass_from_args(DiagnoseConfig, args)
     result = with_bars(run_diagnose, cfg)

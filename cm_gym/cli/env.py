@@ -33,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_families(args: argparse.Namespace) -> int:
-    from cm_gym.registry import get_benchmark, get_domain, list_benchmarks
+    from cm_gym.domains.registry import get_benchmark, get_domain, list_benchmarks
 
     specs = [get_benchmark(args.benchmark)] if args.benchmark else list_benchmarks()
     for spec in specs:
@@ -49,7 +49,7 @@ def run_families(args: argparse.Namespace) -> int:
 
 def run_change(args: argparse.Namespace) -> int:
     from cm_gym.domains.environment import environment_versions, save_environment
-    from cm_gym.registry import get_benchmark, get_domain
+    from cm_gym.domains.registry import get_benchmark, get_domain
 
     spec = get_benchmark(args.benchmark)
     domain = get_domain(spec.domain_name)

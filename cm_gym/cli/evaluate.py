@@ -3,7 +3,7 @@
 Reads ``training.json`` (``--training``, default ``<out-dir>/training.json``) when there is one:
 its configuration is the base (seeds, benchmark, sizes, snapshot), options given on the command
 line override it. Your own policies join the table with ``--policy NAME=package.module:attribute``
-(`cm_gym.evaluation`). Without a training record the store defaults to the benchmark's default
+(`cm_gym.protocol.evaluation`). Without a training record the store defaults to the benchmark's default
 snapshot and CF Memory is left out.
 """
 
@@ -17,10 +17,10 @@ from pathlib import Path
 
 from cm_gym.cli._args import add_dataclass_args, add_output_options, dataclass_from_args, dataclass_from_json
 from cm_gym.cli.run import PhaseBar
-from cm_gym.outputs import claim_out_dir
+from cm_gym.core.quick import protocol_overrides, say
 from cm_gym.protocol import ProtocolConfig, ProtocolError, evaluate_all
-from cm_gym.quick import protocol_overrides, say
-from cm_gym.report import results_table, write_plots
+from cm_gym.protocol.outputs import claim_out_dir
+from cm_gym.protocol.report import results_table, write_plots
 
 DESCRIPTION = (
     "Evaluate the policies on the held-out tasks T_eval with the store and the selectors frozen: "
@@ -91,13 +91,13 @@ def _training_record(args: argparse.Namespace) -> tuple[Path, dict | None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cm_gym.evaluation import load_policy
+    from cm_gym.protocol.evaluation import load_policy
 
     path, record = _training_record(args)
     base = dataclass_from_json(ProtocolConfig, record["config"]) if record else None
     cfg = dataclass_from_args(ProtocolConfig, args, base=base)
     quick = {} if record else protocol_overrides(k for k, v in vars(args).items() if v is not None)
-    if quick:  # CM_GYM_QUICK=1 without a training record: smoke sizes (`cm_gym.quick`)
+    if quick:  # CM_GYM_QUICK=1 without a training record: smoke sizes (`cm_gym.core.quick`)
         say("cm-gym evaluate")
         cfg = replace(cfg, **quick)
     if args.out_dir is None:

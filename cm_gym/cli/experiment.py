@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 from cm_gym.cli._args import add_llm_limit_options, llm_spec
-from cm_gym.experiments import EXTRA_STUDIES, STUDIES, ExperimentConfig, run_experiments
-from cm_gym.experiments.runner import BACKENDS
-from cm_gym.quick import quick_mode, say
+from cm_gym.core.quick import quick_mode, say
+from cm_gym.studies.experiments import EXTRA_STUDIES, STUDIES, ExperimentConfig, run_experiments
+from cm_gym.studies.experiments.runner import BACKENDS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -87,7 +87,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cm_gym.experiments.runner import ExperimentError
+    from cm_gym.studies.experiments.runner import ExperimentError
 
     if args.workers < 1:
         raise ExperimentError("--workers must be at least 1")
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         raise ExperimentError("--seeds must be non-negative integers")
     if args.split_seed is not None and args.split_seed < 0:
         raise ExperimentError("--split-seed must be a non-negative integer")
-    if not args.quick and quick_mode():  # CM_GYM_QUICK=1 means --quick (`cm_gym.quick`)
+    if not args.quick and quick_mode():  # CM_GYM_QUICK=1 means --quick (`cm_gym.core.quick`)
         say("cm-gym experiment (as --quick)")
         args.quick = True
     cfg = ExperimentConfig.make(

@@ -244,9 +244,9 @@ def run_freeze(args: argparse.Namespace) -> int:
 
 def run_reverify(args: argparse.Namespace) -> int:
     from cm_gym.domains.environment import load_environment
+    from cm_gym.domains.registry import get_benchmark, get_domain
     from cm_gym.llm.factory import make_llm
     from cm_gym.memory.reverify import ReverifyConfig, report_path, reverify_store
-    from cm_gym.registry import get_benchmark, get_domain
 
     source = _open(args.store)
     folder = Path(args.env)

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cm_gym.cli._args import add_dataclass_args, add_output_options, dataclass_from_args
-from cm_gym.outputs import claim_out_dir
-from cm_gym.progress import progress_bar
+from cm_gym.core.progress import progress_bar
+from cm_gym.core.quick import protocol_overrides, say
 from cm_gym.protocol import ProtocolConfig, run_protocol
-from cm_gym.quick import protocol_overrides, say
-from cm_gym.report import results_table, write_plots
+from cm_gym.protocol.outputs import claim_out_dir
+from cm_gym.protocol.report import results_table, write_plots
 
 R = TypeVar("R")
 
@@ -44,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def config_from(args: argparse.Namespace) -> ProtocolConfig:
     """The `ProtocolConfig` of run / train / tabulate: the options given, the defaults for the
-    rest (smoke sizes for those under ``CM_GYM_QUICK=1``, `cm_gym.quick`)."""
+    rest (smoke sizes for those under ``CM_GYM_QUICK=1``, `cm_gym.core.quick`)."""
     cfg = dataclass_from_args(ProtocolConfig, args)
     quick = protocol_overrides(k for k, v in vars(args).items() if v is not None)
     if quick:
@@ -58,7 +58,7 @@ def config_from(args: argparse.Namespace) -> ProtocolConfig:
 class PhaseBar:
     """A progress bar per protocol phase (build tasks, selector seeds, evaluation); called as
     ``bar(phase, done, total)``. On a terminal a tqdm bar, piped a line per tenth of the phase
-    (so one line per selector seed), via `cm_gym.progress.progress_bar`."""
+    (so one line per selector seed), via `cm_gym.core.progress.progress_bar`."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled, self.bar, self.phase = enabled, None, ""

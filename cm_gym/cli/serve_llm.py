@@ -13,7 +13,7 @@ from typing import Any
 
 from cm_gym.cli._args import add_llm_limit_options, llm_limit_kwargs, llm_spec
 from cm_gym.cli.serve_local import add_local_model_options, serve_local_model
-from cm_gym.types import Task
+from cm_gym.core.types import Task
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class BenchmarkTaskLookup:
         self._lock = threading.Lock()  # the server answers from several threads
 
     def __call__(self, task_id: str) -> Task | None:
-        from cm_gym.registry import get_benchmark
+        from cm_gym.domains.registry import get_benchmark
 
         with self._lock:
             while task_id not in self._tasks and self._pending:
@@ -108,10 +108,10 @@ def run(args: argparse.Namespace) -> int:
     from cm_gym.llm.apikey import resolve_key
 
     api_key = resolve_key(args.api_key, args.api_key_file)  # refused before anything is loaded
+    from cm_gym.domains.registry import RegistryError, get_benchmark, list_benchmarks
     from cm_gym.llm.errors import LLMError
     from cm_gym.llm.factory import make_llm
     from cm_gym.llm.server import make_server
-    from cm_gym.registry import RegistryError, get_benchmark, list_benchmarks
 
     names = args.benchmark or [spec.name for spec in list_benchmarks()]
     for name in names:

@@ -13,8 +13,8 @@ from cm_gym.cli.run import config_from
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from cm_gym.cli.tabulation import SPLITS
     from cm_gym.protocol import ProtocolConfig
-    from cm_gym.tabulate import SPLITS
 
     p = sub.add_parser(
         "tabulate",
@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cm_gym.tabulate import tabulate
+    from cm_gym.cli.tabulation import tabulate
 
     tabulate(config_from(args), args.split, dry_run=args.dry_run)
     return 0

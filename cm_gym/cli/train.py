@@ -6,8 +6,8 @@ import argparse
 
 from cm_gym.cli._args import add_dataclass_args, add_output_options
 from cm_gym.cli.run import config_from, with_bars
-from cm_gym.outputs import claim_out_dir
 from cm_gym.protocol import ProtocolConfig, train_all
+from cm_gym.protocol.outputs import claim_out_dir
 
 DESCRIPTION = (
     "Build verified memory on T_build and freeze it (or use --store), then train one masked-DQN "

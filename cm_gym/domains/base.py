@@ -1,9 +1,9 @@
 """The Domain contract: everything a benchmark family plugs into cm_gym.
 
 A domain is one package under `cm_gym/domains/<name>/` (or a third-party package) that implements
-`Domain` and calls `cm_gym.registry.register_benchmark(...)` once per benchmark. Nothing outside
+`Domain` and calls `cm_gym.domains.registry.register_benchmark(...)` once per benchmark. Nothing outside
 the package knows its insides: the env, the store, the selector and the simulated LLM reach it
-only through this contract. A domain imports only `cm_gym.types`, `cm_gym.llm.base`, this
+only through this contract. A domain imports only `cm_gym.core.types`, `cm_gym.llm.base`, this
 module and `cm_gym.domains.reply` (reading actions out of real replies, which it configures).
 """
 
@@ -24,9 +24,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from cm_gym.core.types import Evaluator, Task
 from cm_gym.domains.environment import EnvironmentHooks
 from cm_gym.domains.reply import ActionReading
-from cm_gym.types import Evaluator, Task
 
 #: A condition predicate: ``fn(task, args) -> bool``. Must be decidable without an LLM and must
 #: not read ``task.reference``. Registered per domain under a kind name, e.g. ``"sql_mentions_inclusive"``.
@@ -84,7 +84,7 @@ class Edit:
 @dataclass(frozen=True)
 class Distillation:
     """A record's situation q and its applicability condition c in the condition grammar of
-    `cm_gym.memory.conditions` (``kind("arg", ...) AND kind(...)``; "" or "none" = always)."""
+    `cm_gym.domains.conditions` (``kind("arg", ...) AND kind(...)``; "" or "none" = always)."""
 
     situation: str
     condition: str

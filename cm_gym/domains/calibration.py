@@ -33,8 +33,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cm_gym.paths import cache_dir
-from cm_gym.types import Action, AgentState, Task
+from cm_gym.core.paths import cache_dir
+from cm_gym.core.types import Action, AgentState, Task
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +209,7 @@ def calibrate(
     todo = [inst for inst in instances if cache.get(inst.digest, budget) is None]
     bar = None
     if len(todo) > 20:
-        from cm_gym.progress import progress_bar
+        from cm_gym.core.progress import progress_bar
 
         bar = progress_bar(len(todo), f"probing {family}", "file", leave=False)
         logger.info("probing the reference on %d %s instance(s) (cached afterwards)", len(todo), family)

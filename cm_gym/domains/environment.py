@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cm_gym.types import CmGymError, Task
+from cm_gym.core.types import CmGymError, Task
 
 ENVIRONMENT_FILE = "environment.json"
 ENVIRONMENT_FORMAT = "cm_gym.environment/1"

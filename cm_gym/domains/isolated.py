@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.evaluators.budgets import infrastructure, retry_once
-from cm_gym.types import Action, AgentState, Outcome, Task
 
 TASK_FIELDS = ("task_id", "domain", "prompt", "env_id", "reference", "context", "family")
 

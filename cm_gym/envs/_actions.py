@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.types import CmGymError
+from cm_gym.core.types import CmGymError
 
 
 class InvalidActionError(CmGymError, ValueError):

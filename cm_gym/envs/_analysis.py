@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym import features as F
 from cm_gym.agent import Cost
+from cm_gym.core.types import Action, CmGymError, Outcome
+from cm_gym.envs import features as F
 from cm_gym.envs._actions import action_index
 from cm_gym.memory.retrieval import record_view
-from cm_gym.types import Action, CmGymError, Outcome
 
 
 @dataclass(frozen=True)

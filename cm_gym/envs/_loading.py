@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.core.types import CmGymError, Task
+from cm_gym.domains.registry import BenchmarkSpec
 from cm_gym.llm.base import LLM
-from cm_gym.registry import BenchmarkSpec
-from cm_gym.types import CmGymError, Task
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def data_key(data: str | Path | None) -> str | None:
 
 @lru_cache(maxsize=16)
 def _benchmark_tasks(name: str, data: str | None = None) -> tuple[Task, ...]:
-    from cm_gym.registry import get_benchmark
+    from cm_gym.domains.registry import get_benchmark
 
     tasks = tuple(get_benchmark(name).load(data))
     if not tasks:
@@ -119,7 +119,7 @@ def check_arguments(
 ) -> None:
     """Refuse unusable scalar arguments with one clear `EnvConfigError` before any work starts."""
     from cm_gym.agent import AGENT_KINDS
-    from cm_gym.features import N_SLOTS
+    from cm_gym.envs.features import N_SLOTS
 
     if retrieval not in RETRIEVAL_MODES:
         raise EnvConfigError(f"retrieval must be one of {RETRIEVAL_MODES}, got {retrieval!r}")
@@ -163,7 +163,7 @@ def resolve_tasks(
         everything = _benchmark_tasks(spec.name, data_key(data))
         if tasks == "all":
             return everything
-        from cm_gym.splits import make_split
+        from cm_gym.core.splits import make_split
 
         split = make_split(everything, seed=SPLIT_SEED, by_env=spec.split_by_env)
         wanted = set(getattr(split, tasks))

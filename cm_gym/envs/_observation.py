@@ -1,5 +1,5 @@
 """The observation side of `MemorySelectionEnv`: at each decision, draft without memory, retrieve,
-and build z_t (`cm_gym.features`; the 98-dim paper layout or the 106-dim extended one) and the mask.
+and build z_t (`cm_gym.envs.features`; the 98-dim paper layout or the 106-dim extended one) and the mask.
 
 Kept apart from `selection.py` so the env module reads as the decision loop (reset, step, reward).
 """
@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym import features as F
 from cm_gym.agent import Cost
+from cm_gym.core.types import AgentState, Task
+from cm_gym.envs import features as F
 from cm_gym.memory.retrieval import query_text
-from cm_gym.types import AgentState, Task
 
 
 class ObservationMixin:

@@ -8,8 +8,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from cm_gym.core.types import Action, AgentState, Outcome
 from cm_gym.llm.base import Completion
-from cm_gym.types import Action, AgentState, Outcome
 
 PHASES = ("llm", "evaluator", "retrieval", "features", "total")
 

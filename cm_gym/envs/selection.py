@@ -12,9 +12,11 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from cm_gym import features as F
 from cm_gym.agent import REUSE_LABEL_RULES, BaseAgent, Cost, reuse_label
+from cm_gym.core.types import Action, AgentState, CmGymError, Task
 from cm_gym.domains.environment import environment_versions
+from cm_gym.domains.registry import get_benchmark, get_domain
+from cm_gym.envs import features as F
 from cm_gym.envs._actions import InvalidActionError, action_index
 from cm_gym.envs._analysis import AnalysisMixin
 from cm_gym.envs._loading import (
@@ -34,8 +36,6 @@ from cm_gym.envs._render import RenderMixin
 from cm_gym.llm.base import LLM
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.retrieval import Retriever, record_view
-from cm_gym.registry import get_benchmark, get_domain
-from cm_gym.types import Action, AgentState, CmGymError, Task
 
 logger = logging.getLogger(__name__)
 __all__ = ["InvalidActionError", "MemorySelectionEnv"]
@@ -59,7 +59,7 @@ class MemorySelectionEnv(
 
     ## Observation Space
 
-    ``Box(-inf, inf, (98,), float32)``, the layout of `cm_gym.features`: ``[0:32]`` P·E(state
+    ``Box(-inf, inf, (98,), float32)``, the layout of `cm_gym.envs.features`: ``[0:32]`` P·E(state
     text), ``[32:64]`` P·E(draft), ``[64:92]`` four slots × (relevance, admission score, estimated
     improvement Δ, reuse utility u, use frequency, helpful-use fraction, validity), ``[92:98]``
     budget features (remaining decisions, remaining evaluator calls, failures, tokens used, last

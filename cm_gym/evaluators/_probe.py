@@ -14,12 +14,17 @@ import tempfile
 import threading
 from collections.abc import Sequence
 
+from cm_gym.core.types import CmGymError
 from cm_gym.evaluators._process import stage
 from cm_gym.evaluators.isolation import IsolationPlan, RLimits, libc_available, make_preexec, processes_of_uid
 from cm_gym.evaluators.rootfs import RootPlan, plan_root
-from cm_gym.types import CmGymError
 
 logger = logging.getLogger(__name__)
+
+
+class SandboxError(CmGymError):
+    """The sandbox could not be set up (no usable interpreter, strict isolation unavailable)."""
+
 
 _UID_BASE = 1_800_000_000
 _PROBE_LOCK = threading.Lock()
@@ -80,8 +85,6 @@ def probe_isolation(mode: str = "auto") -> tuple[IsolationPlan, str]:
     `mode`: "auto" (strongest available, falling back to limits only), "strict" (fresh uid
     required, else `SandboxError`) or "none" (limits only). Cached per process.
     """
-    from cm_gym.evaluators.sandbox import SandboxError
-
     with _PROBE_LOCK:
         if mode in _PROBED:
             return _PROBED[mode]

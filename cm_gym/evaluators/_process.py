@@ -13,7 +13,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import IO
 
-from cm_gym.types import CmGymError
+from cm_gym.core.types import CmGymError
 
 SCRATCH = "scratch"
 

@@ -23,7 +23,7 @@ import pickle
 import pickletools
 from typing import Any
 
-from cm_gym.types import CmGymError
+from cm_gym.core.types import CmGymError
 
 _LEAVES = (type(None), bool, int, float, complex, str, bytes, bytearray)
 _CONTAINERS = (list, tuple, set, frozenset)

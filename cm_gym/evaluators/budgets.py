@@ -7,7 +7,7 @@ resource units, CPU seconds of the sandboxed processes) and keeps a wall-clock b
 action's failure (status "budget" or "timeout", the same on every machine); a check stopped by the
 hang guard says nothing about the action: its status is `INFRASTRUCTURE`, the check is retried
 once (`retry_once`), never cached, and the episode it happens in is left out of the metrics and
-counted (`cm_gym.metrics`). ``Outcome.details`` carries the verdict's `budget_kind`,
+counted (`cm_gym.envs.metrics`). ``Outcome.details`` carries the verdict's `budget_kind`,
 `budget_limit` and, where measured, `budget_used` (`budget_details`). See ``docs/budgets.md``.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from cm_gym.types import TRUNCATION, Outcome, truncate
+from cm_gym.core.types import TRUNCATION, Outcome, truncate
 
 logger = logging.getLogger(__name__)
 

@@ -40,7 +40,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cm_gym.evaluators._probe import fresh_uid, probe_isolation, root_plan
+from cm_gym.core.types import CmGymError
+from cm_gym.evaluators._probe import SandboxError, fresh_uid, probe_isolation, root_plan
 from cm_gym.evaluators._process import (
     SCRATCH,
     MemoryWatch,
@@ -52,7 +53,6 @@ from cm_gym.evaluators._process import (
     wait,
 )
 from cm_gym.evaluators.isolation import IsolationPlan, RLimits, kill_uid, make_preexec, processes_of_uid
-from cm_gym.types import CmGymError
 
 logger = logging.getLogger(__name__)
 
@@ -74,10 +74,6 @@ __all__ = [
     "ToolNotFoundError",
     "probe_isolation",
 ]
-
-
-class SandboxError(CmGymError):
-    """The sandbox could not be set up (no usable interpreter, strict isolation unavailable)."""
 
 
 class ToolNotFoundError(CmGymError):

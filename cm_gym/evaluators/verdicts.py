@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cm_gym.types import Outcome
+from cm_gym.core.types import Outcome
 
 logger = logging.getLogger(__name__)
 

@@ -57,10 +57,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from cm_gym.core.types import CmGymError
 from cm_gym.evaluators._frames import read_frame, write_frame
 from cm_gym.evaluators.bounded import DEFAULT_MAX_DEPTH, DEFAULT_MAX_NODES, UntrustedValueError, loads_plain
 from cm_gym.evaluators.cpuclock import CpuMeter
-from cm_gym.types import CmGymError
 
 logger = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ import os
 import stat
 from pathlib import Path
 
-from cm_gym.paths import DataFileError, open_regular_file
-from cm_gym.types import CmGymError
+from cm_gym.core.paths import DataFileError, open_regular_file
+from cm_gym.core.types import CmGymError
 
 logger = logging.getLogger(__name__)
 

@@ -22,11 +22,13 @@ import time
 from collections.abc import Awaitable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cm_gym.llm.base import Completion
-from cm_gym.llm.cached import CachedLLM, CallRequest
 from cm_gym.llm.errors import LLMError
+
+if TYPE_CHECKING:  # batch is called by cached (prefetch); it needs the types only
+    from cm_gym.llm.cached import CachedLLM, CallRequest
 
 logger = logging.getLogger(__name__)
 

@@ -44,7 +44,7 @@ MODES = ("rw", "ro", "off")
 
 def default_cache_path() -> Path:
     """``$CM_GYM_CACHE/llm/responses.sqlite`` (default ``~/.cache/cm_gym/...``), not created here."""
-    from cm_gym.paths import cache_root
+    from cm_gym.core.paths import cache_root
 
     return cache_root() / "llm" / "responses.sqlite"
 
@@ -346,13 +346,3 @@ class ResponseCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def __getattr__(name: str) -> Any:
-    """`CachedLLM` and `backend_identity` live in `cm_gym.llm.cached`; importing them from here,
-    where they always were, keeps working."""
-    if name in ("CachedLLM", "backend_identity", "CallRequest"):
-        from cm_gym.llm import cached
-
-        return getattr(cached, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

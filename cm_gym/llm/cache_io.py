@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from cm_gym import boundedjson
+from cm_gym.core import boundedjson
+from cm_gym.core.paths import DataFileError, open_regular_file
 from cm_gym.llm.cache import ResponseCache, check_value, decode_request, request_payload
 from cm_gym.llm.errors import CacheConflictError, CacheCorruptError, CacheError
-from cm_gym.paths import DataFileError, open_regular_file
 
 FORMAT = "cm_gym.llm_cache_export"
 FORMAT_VERSION = 1

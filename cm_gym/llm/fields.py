@@ -12,8 +12,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cm_gym.core.types import TRUNCATION, AgentState, Task, truncate
 from cm_gym.llm.prompts_mechanisms import MECHANISM_FIELD_LIMITS
-from cm_gym.types import TRUNCATION, AgentState, Task, truncate
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def predicate_kinds_text(domain_kinds: Mapping[str, Any] | Sequence[str] = ()) -
 def _domain_of(task: Task | None) -> Any:
     if task is None:
         return None
-    from cm_gym.registry import get_domain  # lazy: the registry loads every domain plugin
+    from cm_gym.domains.registry import get_domain  # lazy: the registry loads every domain plugin
 
     try:
         return get_domain(task.domain)

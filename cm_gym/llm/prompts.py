@@ -10,7 +10,7 @@ Parsing is linear in the message length (literal pieces are found left to right 
 ``str.find``, no backtracking regex) and exact: the fields found must render back to the very
 same messages, or the request is refused.
 
-Fields are truncated to the SPEC §3 limits (`cm_gym.types.TRUNCATION`) before rendering. The
+Fields are truncated to the SPEC §3 limits (`cm_gym.core.types.TRUNCATION`) before rendering. The
 reply parsers live in `llm/parsers.py` and are re-exported here.
 """
 

@@ -38,12 +38,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.types import Task
 from cm_gym.llm.base import DRAFT_ACTION, Completion, estimate_tokens
 from cm_gym.llm.errors import LLMError
 from cm_gym.llm.prompts import Rendered, render
 from cm_gym.llm.recordings import KINDS, RecordedOutput, Recordings, RecordingsError, load_recordings
 from cm_gym.llm.replies import SIMULATED, ReplyCounts, real
-from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
 
@@ -205,7 +205,7 @@ class RecordedLLM:
         return completion
 
     def _draft(self, rendered: Rendered, fields: Mapping[str, Any]) -> Completion:
-        from cm_gym.registry import get_domain
+        from cm_gym.domains.registry import get_domain
 
         task = self._task(rendered, fields)
         out = self.output_for(task, _failed_attempts(rendered))
@@ -222,7 +222,7 @@ class RecordedLLM:
 
 def key_of(task: Task) -> str | None:
     """A task's recording key (`Domain.recording_key`), None when its domain has none."""
-    from cm_gym.registry import get_domain  # lazy: the registry loads every domain plugin
+    from cm_gym.domains.registry import get_domain  # lazy: the registry loads every domain plugin
 
     return get_domain(task.domain).recording_key(task)
 

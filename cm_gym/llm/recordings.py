@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cm_gym.paths import DataFileError, data_root, read_data_file
-from cm_gym.types import CmGymError
+from cm_gym.core.paths import DataFileError, data_root, read_data_file
+from cm_gym.core.types import CmGymError
 
 KINDS: tuple[str, ...] = ("spider", "dafny", "humaneval")
 FILES: Mapping[str, str] = {

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Domain, RevisionRates
 from cm_gym.llm.errors import LLMError
-from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
 

@@ -33,12 +33,12 @@ from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from typing import Any
 
+from cm_gym.core.types import CmGymError
 from cm_gym.llm._http import MAX_HEAD_BYTES, HTTPError, RequestHead, encode_response, error_body, parse_head
 from cm_gym.llm.apikey import authorized, key_bytes
 from cm_gym.llm.base import LLM
 from cm_gym.llm.errors import PromptError
 from cm_gym.llm.prompts import parse_rendered
-from cm_gym.types import CmGymError
 
 logger = logging.getLogger(__name__)
 

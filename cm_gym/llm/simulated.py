@@ -2,7 +2,7 @@
 
 **This is not a language model.** It is a simulator for developing and testing memory selectors
 without a network or a GPU: it answers the cm_gym prompt templates by rule, from the domain's
-error model (`Domain.error_model()`), reached through `cm_gym.registry.get_domain(task.domain)`.
+error model (`Domain.error_model()`), reached through `cm_gym.domains.registry.get_domain(task.domain)`.
 
 Behaviour, per template:
 
@@ -62,6 +62,7 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Domain, ErrorModel, ErrorOperator, RevisionRates
 from cm_gym.llm.base import (
     BEST_OF_N_JUDGE,
@@ -75,11 +76,11 @@ from cm_gym.llm.base import (
     estimate_tokens,
 )
 from cm_gym.llm.errors import LLMError
+from cm_gym.llm.fence import fenced
 from cm_gym.llm.parsers import edit_fragment, format_alternatives
 from cm_gym.llm.profiles import Profile, load_profile
 from cm_gym.llm.prompts import Rendered, render
 from cm_gym.llm.revision import CandidateCache, choose, choose_sequence, load_revision_rates
-from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
 
@@ -102,18 +103,6 @@ def stable_rng(*parts: Any) -> np.random.Generator:
         h.update(str(part).encode("utf-8"))
         h.update(b"\x1f")
     return np.random.default_rng(int.from_bytes(h.digest(), "big"))
-
-
-def fenced(action: str) -> str:
-    """An action in a fenced code block, the form `Domain.parse_action` extracts. The fence is
-    longer than any backtick run inside the action (CommonMark's rule), so an action that itself
-    holds a fenced block (a comment quoting Markdown) comes back whole."""
-    longest, run = 0, 0
-    for ch in action:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * max(3, longest + 1) if longest >= 3 else "```"
-    return f"{fence}\n{action}\n{fence}"
 
 
 def _int(text: str, default: int) -> int:
@@ -216,7 +205,7 @@ class SimulatedLLM:
 
     # -- internals ------------------------------------------------------------------------------
     def _domain(self, name: str) -> Domain:
-        from cm_gym.registry import get_domain  # lazy: the registry loads every domain plugin
+        from cm_gym.domains.registry import get_domain  # lazy: the registry loads every domain plugin
 
         return get_domain(name)
 

@@ -42,6 +42,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import token_diff
 from cm_gym.llm.base import (
     EXPEL_INSIGHT,
@@ -56,6 +57,7 @@ from cm_gym.llm.base import (
     REVISE_WITH_RECORD,
     VOYAGER_SKILL,
 )
+from cm_gym.llm.fence import fenced
 from cm_gym.llm.parsers_mechanisms import (
     AttemptText,
     correction,
@@ -64,7 +66,6 @@ from cm_gym.llm.parsers_mechanisms import (
     stated_contrasts,
 )
 from cm_gym.llm.prompts import Rendered
-from cm_gym.types import Task
 
 if TYPE_CHECKING:
     from cm_gym.llm.simulated import SimulatedLLM
@@ -73,8 +74,6 @@ Handler = Callable[["SimulatedLLM", Rendered, "Task | None"], str]
 
 
 def _fenced(action: str) -> str:
-    from cm_gym.llm.simulated import fenced
-
     return fenced(action)
 
 

@@ -6,9 +6,7 @@ The memory package never imports an RL env or a selector agent (ARCHITECTURE.md)
 
 from __future__ import annotations
 
-from cm_gym.memory.admission import AdmissionResult, AdmissionWeights, decide_admission
-from cm_gym.memory.alternatives import Alternative, AlternativeGenerator
-from cm_gym.memory.conditions import (
+from cm_gym.domains.conditions import (
     GENERIC_PREDICATES,
     Condition,
     Predicate,
@@ -16,6 +14,8 @@ from cm_gym.memory.conditions import (
     parse_condition,
     parse_condition_or_none,
 )
+from cm_gym.memory.admission import AdmissionResult, AdmissionWeights, decide_admission
+from cm_gym.memory.alternatives import Alternative, AlternativeGenerator
 from cm_gym.memory.construction import ConstructionConfig, build_memory
 from cm_gym.memory.embedding import DIM, Embedder
 from cm_gym.memory.errors import (
@@ -26,11 +26,12 @@ from cm_gym.memory.errors import (
     StoreReadOnlyError,
 )
 from cm_gym.memory.freshness import FreshView, exclusion_reason
+from cm_gym.memory.opening import open_store
 from cm_gym.memory.record import Record, compute_record_id
 from cm_gym.memory.retention import RETENTION_POLICIES, RetentionWeights, choose_evictions
 from cm_gym.memory.retrieval import MODES, Retrieved, Retriever, record_view
 from cm_gym.memory.reverify import ReverifyConfig, ReverifySummary, Verdict, reverify_store
-from cm_gym.memory.snapshot import FrozenStore, load_readonly, open_store
+from cm_gym.memory.snapshot import FrozenStore, load_readonly
 from cm_gym.memory.store import RecordStore
 from cm_gym.memory.summary import BuildSummary
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cm_gym.memory.conditions import condition_overlap
+from cm_gym.domains.conditions import condition_overlap
 from cm_gym.memory.record import Record
 from cm_gym.memory.view import StoreView
 

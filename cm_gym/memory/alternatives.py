@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from cm_gym.agent import Cost
+from cm_gym.core.types import TRUNCATION, AgentState, CmGymError, Outcome, truncate
 from cm_gym.domains.base import Domain
 from cm_gym.llm.base import GENERATE_LOCAL_ALTERNATIVES, LLM
 from cm_gym.llm.errors import FATAL_LLM_ERRORS
-from cm_gym.types import TRUNCATION, AgentState, CmGymError, Outcome, truncate
 
 logger = logging.getLogger(__name__)
 

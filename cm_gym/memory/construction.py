@@ -26,22 +26,7 @@ from typing import Any
 import numpy as np
 
 from cm_gym.agent import BaseAgent, Cost, reuse_label
-from cm_gym.domains.base import Domain
-from cm_gym.domains.environment import environment_versions
-from cm_gym.llm.base import DISTIL_RECORD, LLM
-from cm_gym.llm.cached import cached_llm_of
-from cm_gym.llm.errors import FATAL_LLM_ERRORS
-from cm_gym.memory.admission import decide_admission
-from cm_gym.memory.alternatives import AlternativeGenerator, AlternativesParser
-from cm_gym.memory.conditions import Condition
-from cm_gym.memory.construction_config import ConstructionConfig
-from cm_gym.memory.distill import Distiller, DistilParser
-from cm_gym.memory.record import Record, evidence_text
-from cm_gym.memory.retention import choose_evictions
-from cm_gym.memory.retrieval import Retriever, record_view
-from cm_gym.memory.store import RecordStore
-from cm_gym.memory.summary import BuildSummary, TimedEvaluator, TimedLLM, Timer
-from cm_gym.types import (
+from cm_gym.core.types import (
     TRUNCATION,
     Action,
     AgentState,
@@ -52,6 +37,21 @@ from cm_gym.types import (
     check_all,
     truncate,
 )
+from cm_gym.domains.base import Domain
+from cm_gym.domains.conditions import Condition
+from cm_gym.domains.environment import environment_versions
+from cm_gym.llm.base import DISTIL_RECORD, LLM
+from cm_gym.llm.cached import cached_llm_of
+from cm_gym.llm.errors import FATAL_LLM_ERRORS
+from cm_gym.memory.admission import decide_admission
+from cm_gym.memory.alternatives import AlternativeGenerator, AlternativesParser
+from cm_gym.memory.construction_config import ConstructionConfig
+from cm_gym.memory.distill import Distiller, DistilParser
+from cm_gym.memory.record import Record, evidence_text
+from cm_gym.memory.retention import choose_evictions
+from cm_gym.memory.retrieval import Retriever, record_view
+from cm_gym.memory.store import RecordStore
+from cm_gym.memory.summary import BuildSummary, TimedEvaluator, TimedLLM, Timer
 
 logger = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from cm_gym.core.paths import cache_root
 from cm_gym.memory.errors import StoreError, StoreLockedError
 from cm_gym.memory.locking import FileLock
 from cm_gym.memory.schema import manifest_path
 from cm_gym.memory.snapshot import FrozenStore
-from cm_gym.paths import cache_root
 
 STORES = "stores"
 

@@ -1,11 +1,11 @@
 """The default frozen store of a benchmark, built once and cached (SPEC §7 build → freeze).
 
 `default_snapshot("SQL")` loads the registered benchmark's tasks, splits them with
-`cm_gym.splits.make_split(seed=12345)`, builds memory on the build split with the simulated LLM
+`cm_gym.core.splits.make_split(seed=12345)`, builds memory on the build split with the simulated LLM
 and the domain's evaluator, and freezes it into ``cache_dir("stores")/<benchmark>-<key>.sqlite``.
 
 The key hashes everything the records depend on: the build settings, the build tasks' *content*
-(`cm_gym.types.task_digest`: an edited gold query or prompt is a new key), the domain's version
+(`cm_gym.core.types.task_digest`: an edited gold query or prompt is a new key), the domain's version
 (`Domain.code_version()`: declared, or a hash of the domain package's files, so an edited plugin
 ``distil`` is a new key), the code that builds records (`cm_gym.memory`, the agent loop, the
 simulated LLM), the embedder and the schema. Building logs one line (WARNING, so it is seen) and
@@ -30,6 +30,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cm_gym.core.paths import CacheError, cache_dir
+from cm_gym.core.quick import DEFAULT_STORE_N_BUILD, quick_mode, say
+from cm_gym.core.types import Task, task_digest
 from cm_gym.memory.construction import ConstructionConfig, build_memory
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.errors import StoreError
@@ -37,13 +40,10 @@ from cm_gym.memory.locking import FileLock
 from cm_gym.memory.schema import SCHEMA_VERSION
 from cm_gym.memory.snapshot import FrozenStore
 from cm_gym.memory.store import RecordStore
-from cm_gym.paths import CacheError, cache_dir
-from cm_gym.quick import DEFAULT_STORE_N_BUILD, quick_mode, say
-from cm_gym.types import Task, task_digest
 
 if TYPE_CHECKING:
     from cm_gym.domains.base import Domain
-    from cm_gym.registry import BenchmarkSpec
+    from cm_gym.domains.registry import BenchmarkSpec
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,14 @@ DEFAULT_SPLIT_SEED = 12345
 MIN_USEFUL_RECORDS = 5
 STORES = "stores"
 #: Modules (relative to the cm_gym package) whose code shapes the records of a default store.
-_CORE_SOURCES = ("memory", "agent.py", "llm/simulated.py", "llm/prompts.py", "llm/parsers.py")
+_CORE_SOURCES = (
+    "memory",
+    "domains/conditions.py",
+    "agent/__init__.py",
+    "llm/simulated.py",
+    "llm/prompts.py",
+    "llm/parsers.py",
+)
 
 
 def settings_key(settings: dict[str, object]) -> str:
@@ -78,7 +85,7 @@ def core_version() -> str:
 
 def _progress_bar(benchmark: str, total: int) -> Any:
     """A progress bar on stderr (lines when piped), or None when ``CM_GYM_PROGRESS=0``."""
-    from cm_gym.progress import progress_bar, progress_enabled
+    from cm_gym.core.progress import progress_bar, progress_enabled
 
     if not progress_enabled():
         return None
@@ -111,18 +118,18 @@ def default_snapshot(
 ) -> Path:
     """Path of the benchmark's default frozen store (built on first use). `n_build` limits the
     build split to its first n tasks (default: the benchmark's `default_n_build`, else all; at
-    most `cm_gym.quick.DEFAULT_STORE_N_BUILD` under ``CM_GYM_QUICK=1``); the
+    most `cm_gym.core.quick.DEFAULT_STORE_N_BUILD` under ``CM_GYM_QUICK=1``); the
     settings (and the tasks' content) determine the file name. `data` is a data folder for the
-    benchmark (the data-root contract of `cm_gym.registry`)."""
-    from cm_gym import __version__
+    benchmark (the data-root contract of `cm_gym.domains.registry`)."""
+    from cm_gym.core.splits import make_split
+    from cm_gym.core.version import __version__
+    from cm_gym.domains.registry import get_benchmark, get_domain
     from cm_gym.llm.simulated import SIMULATOR_VERSION
-    from cm_gym.registry import get_benchmark, get_domain
-    from cm_gym.splits import make_split
 
     spec = get_benchmark(benchmark)
     if n_build is None:
         n_build = spec.default_n_build
-        if quick_mode():  # CM_GYM_QUICK=1: a smaller store (another cached file, `cm_gym.quick`)
+        if quick_mode():  # CM_GYM_QUICK=1: a smaller store (another cached file, `cm_gym.core.quick`)
             say(f"the default {spec.name} store")
             n_build = min(n_build or DEFAULT_STORE_N_BUILD, DEFAULT_STORE_N_BUILD)
     domain = get_domain(spec.domain_name)

@@ -16,12 +16,12 @@ from dataclasses import replace
 from typing import Any
 
 from cm_gym.agent import Cost
+from cm_gym.core.types import TRUNCATION, AgentState, CmGymError, truncate
 from cm_gym.domains.base import Domain
+from cm_gym.domains.conditions import Condition, describe_predicates, parse_condition_or_none
 from cm_gym.llm.base import DISTIL_RECORD, LLM
 from cm_gym.llm.errors import FATAL_LLM_ERRORS
 from cm_gym.memory.alternatives import prompt_fields
-from cm_gym.memory.conditions import Condition, describe_predicates, parse_condition_or_none
-from cm_gym.types import TRUNCATION, AgentState, CmGymError, truncate
 
 logger = logging.getLogger(__name__)
 

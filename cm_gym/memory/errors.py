@@ -1,16 +1,25 @@
-"""Errors raised by the memory package (all subclasses of `cm_gym.types.CmGymError`)."""
+"""Errors raised by the memory package (all subclasses of `cm_gym.core.types.CmGymError`). The
+condition grammar's `ConditionParseError` lives with the grammar, below the domains."""
 
 from __future__ import annotations
 
-from cm_gym.types import CmGymError
+from cm_gym.core.types import CmGymError
+from cm_gym.domains.conditions import ConditionParseError
+
+__all__ = [
+    "ConditionParseError",
+    "DuplicateRecordError",
+    "EmbedderMismatchError",
+    "MemoryError_",
+    "StoreError",
+    "StoreFullError",
+    "StoreLockedError",
+    "StoreReadOnlyError",
+]
 
 
 class MemoryError_(CmGymError):
     """Base class of memory errors (trailing underscore: `MemoryError` is a Python builtin)."""
-
-
-class ConditionParseError(MemoryError_):
-    """A condition's text does not follow the grammar or names an unknown predicate kind."""
 
 
 class StoreError(MemoryError_):

@@ -17,9 +17,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from cm_gym.memory.conditions import Condition
+from cm_gym.core.types import Task
+from cm_gym.domains.conditions import Condition
 from cm_gym.memory.record import Record
-from cm_gym.types import Task
 
 
 class RecordSource(Protocol):

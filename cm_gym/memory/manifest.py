@@ -25,10 +25,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cm_gym import boundedjson
+from cm_gym.core import boundedjson
+from cm_gym.core.paths import DataFileError, read_data_file
 from cm_gym.memory.errors import StoreError
 from cm_gym.memory.schema import manifest_path
-from cm_gym.paths import DataFileError, read_data_file
 
 MANIFEST_FORMAT = "cm_gym.memory.snapshot/2"
 LEGACY_FORMATS = ("cm_gym.memory.snapshot/1",)

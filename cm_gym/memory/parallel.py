@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.types import Action, AgentState, Evaluator, Outcome, Task, check_all
 from cm_gym.domains.base import Domain
 from cm_gym.llm.base import LLM, Completion
 from cm_gym.memory.alternatives import AlternativesParser
@@ -54,7 +55,6 @@ from cm_gym.memory.errors import StoreError
 from cm_gym.memory.schema import sqlite_bytes
 from cm_gym.memory.store import RecordStore
 from cm_gym.memory.summary import BuildSummary
-from cm_gym.types import Action, AgentState, Evaluator, Outcome, Task, check_all
 
 logger = logging.getLogger(__name__)
 

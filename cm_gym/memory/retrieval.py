@@ -39,14 +39,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from cm_gym.agent import RecordView
+from cm_gym.core.types import TRUNCATION, Task, truncate
 from cm_gym.domains.base import Domain, PredicateFn
+from cm_gym.domains.conditions import Condition, parse_condition_or_none
 from cm_gym.memory import ann as ann_mod
-from cm_gym.memory.conditions import Condition, parse_condition_or_none
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.freshness import EnvVersions, FreshView, needs_filter
 from cm_gym.memory.index import RecordIndex, RecordSource
 from cm_gym.memory.record import Record, evidence_text
-from cm_gym.types import TRUNCATION, Task, truncate
 
 logger = logging.getLogger(__name__)
 
@@ -173,7 +173,7 @@ class Retriever:
     @staticmethod
     def _domain(domain: Domain | str | Mapping[str, PredicateFn] | None) -> Domain | None:
         if isinstance(domain, str):
-            from cm_gym.registry import get_domain
+            from cm_gym.domains.registry import get_domain
 
             return get_domain(domain)
         return domain if isinstance(domain, Domain) else None

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from cm_gym.agent import Cost
+from cm_gym.core.types import TRUNCATION, Action, AgentState, Evaluator, Outcome, Task, check_all, truncate
 from cm_gym.domains.base import Domain
 from cm_gym.llm.base import LLM
 from cm_gym.memory.alternatives import AlternativeGenerator
@@ -48,7 +49,6 @@ from cm_gym.memory.errors import StoreError
 from cm_gym.memory.record import Record, evidence_text
 from cm_gym.memory.store import RecordStore
 from cm_gym.memory.view import StoreView
-from cm_gym.types import TRUNCATION, Action, AgentState, Evaluator, Outcome, Task, check_all, truncate
 
 logger = logging.getLogger(__name__)
 

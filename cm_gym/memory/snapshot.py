@@ -42,14 +42,12 @@ from cm_gym.memory.schema import (
     db_error,
     manifest_path,
     read_version,
-    snapshot_reason,
 )
-from cm_gym.memory.store import RecordStore
 from cm_gym.memory.view import StoreView
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MANIFEST_FORMAT", "FrozenStore", "freeze_store", "load_readonly", "open_store", "read_manifest"]
+__all__ = ["MANIFEST_FORMAT", "FrozenStore", "freeze_store", "load_readonly", "read_manifest"]
 
 
 def ann_path(path: str | Path) -> Path:
@@ -295,24 +293,6 @@ class FrozenStore(StoreView):
         if embedder is not None:
             embedder.check_compatible(store.embedder_id, store.dim)
         return store
-
-
-def open_store(path: str | Path, *, embedder: Embedder | None = None) -> StoreView:
-    """Open either kind: a file with a manifest is a verified `FrozenStore`, a live store a
-    writable `RecordStore` (which must exist). A snapshot whose manifest is missing is refused —
-    it is never opened writable and cannot be verified — and its bytes are left untouched."""
-    path = Path(path)
-    if not path.is_file():
-        raise StoreError(f"store not found: {path}")
-    if manifest_path(path).is_file():
-        return FrozenStore.open(path, embedder=embedder)
-    reason = snapshot_reason(path)
-    if reason:
-        raise StoreError(
-            f"{path} is a frozen snapshot whose manifest {manifest_path(path).name} is missing: restore "
-            "the manifest (or re-freeze from the live store); `cm-gym memory list` can still read it"
-        )
-    return RecordStore(path, embedder=embedder)
 
 
 def load_readonly(path: str | Path, *, embedder: Embedder | None = None) -> FrozenStore:

@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cm_gym.agent import Cost
+from cm_gym.core.types import Action, AgentState, Evaluator, Outcome, check_all
 from cm_gym.llm.base import Completion
-from cm_gym.types import Action, AgentState, Evaluator, Outcome, check_all
 
 
 @dataclass

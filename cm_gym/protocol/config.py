@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.types import CmGymError
+from cm_gym.core.types import CmGymError
 
 POLICIES = ("none", "top1", "random", "cf_memory", "oracle")
 #: selector learners: SB3 (built in) or RLlib (the optional ``ray`` extra)
@@ -86,10 +86,10 @@ class ProtocolConfig:
     tensorboard: bool = True
     progress: bool = True
     env_kwargs: dict[str, Any] = field(default_factory=dict)
-    #: your policies, name -> policy or factory(env, seed) (`cm_gym.evaluation`); their names
+    #: your policies, name -> policy or factory(env, seed) (`cm_gym.protocol.evaluation`); their names
     #: must also be in `policies` to be evaluated.
     custom_policies: dict[str, Any] = field(default_factory=dict)
-    #: the selector's learner: SB3's masked DQN, or RLlib PPO / DQN (`cm_gym.ray_backend.rllib`)
+    #: the selector's learner: SB3's masked DQN, or RLlib PPO / DQN (`cm_gym.backends.ray.rllib`)
     algo: str = "masked-dqn"
     env_runners: int = 1  # RLlib env-runner processes collecting decisions
     ray_address: str | None = None  # RLlib on an existing Ray cluster (None: a local instance)
@@ -142,7 +142,7 @@ class ProtocolConfig:
             raise ProtocolError(f"env_runners must be an integer >= 0, got {self.env_runners!r}")
         if self.on_masked not in ("warn", "error"):
             raise ProtocolError(f"on_masked must be 'warn' or 'error', got {self.on_masked!r}")
-        from cm_gym.features import OBS_LAYOUTS
+        from cm_gym.envs.features import OBS_LAYOUTS
 
         if not self.obs_layouts or any(layout not in OBS_LAYOUTS for layout in self.obs_layouts):
             raise ProtocolError(

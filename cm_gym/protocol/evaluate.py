@@ -48,10 +48,12 @@ def make_policy(name: str, env: Any, seed: int, checkpoint: str | None = None) -
 
         if checkpoint is None:
             raise ProtocolError("cf_memory needs a trained checkpoint")
-        if Path(checkpoint).is_dir():  # an RLlib module checkpoint (`cm-gym train --algo rllib-*`)
-            from cm_gym.ray_backend.rllib import load_rllib_policy
+        if Path(checkpoint).is_dir():  # a learner plugin's checkpoint (`cm-gym train --algo rllib-*`)
+            from cm_gym.protocol.learners import load_plugin_checkpoint
 
-            return load_rllib_policy(checkpoint)
+            policy = load_plugin_checkpoint(checkpoint)
+            if policy is not None:
+                return policy
         space = getattr(env, "observation_space", None)  # refuses a checkpoint of another layout
         return MaskedDQN.load(checkpoint, env=None, device="cpu", observation_space=space)
     raise ProtocolError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
@@ -60,7 +62,7 @@ def make_policy(name: str, env: Any, seed: int, checkpoint: str | None = None) -
 def resolve_policy(cfg: ProtocolConfig, name: str, env: Any, seed: int, checkpoint: str | None) -> Any:
     """A built-in policy by name, or one of `cfg.custom_policies` for this seed."""
     if name in cfg.custom_policies:
-        from cm_gym.evaluation import instantiate_policy
+        from cm_gym.protocol.custom import instantiate_policy
 
         return instantiate_policy(name, cfg.custom_policies[name], env, seed)
     return make_policy(name, env, seed, checkpoint)
@@ -81,9 +83,7 @@ def evaluate_policies(
     per task (``paired_ci``), and over seeds and tasks (``paired_ci_two_level``); its per-task
     scores by seed are kept (``per_task_scores``) so CIs can be recomputed or pooled. `progress(done, total)` is called
     after each policy × seed run."""
-    from cm_gym.evaluation import report_masked
-    from cm_gym.llm.replies import delta, reply_counts
-    from cm_gym.metrics import (
+    from cm_gym.envs.metrics import (
         aggregate_seeds,
         paired,
         paired_comparisons,
@@ -91,7 +91,9 @@ def evaluate_policies(
         summarize,
         two_level_comparisons,
     )
-    from cm_gym.training import run_episodes
+    from cm_gym.llm.replies import delta, reply_counts
+    from cm_gym.protocol.custom import report_masked
+    from cm_gym.protocol.training import run_episodes
 
     by_layout = checkpoints_by_layout(checkpoints)
     envs: dict[str, Any] = {}
@@ -177,7 +179,7 @@ class _EpisodePrefetch:
     ) -> None:
         if self.cached is None:
             return
-        from cm_gym.prefetch import prefetch_episodes
+        from cm_gym.agent.prefetch import prefetch_episodes
 
         if layout not in self.envs:
             self.envs[layout] = make_env(

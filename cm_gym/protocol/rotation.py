@@ -30,11 +30,13 @@ logger = logging.getLogger(__name__)
 
 
 def run_rotated(
-    cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | None = None
+    cfg: ProtocolConfig,
+    progress: Callable[[str, int, int], None] | None = None,
+    *,
+    run_protocol: Callable[..., dict[str, Any]],
 ) -> dict[str, Any]:
-    """`run_protocol` once per seed of `cfg.split_seeds`, then `pool_results`, written to
-    ``<out_dir>/results.json``."""
-    from cm_gym.protocol.run import run_protocol
+    """`run_protocol` (`cm_gym.protocol.run`'s, which calls this) once per seed of
+    `cfg.split_seeds`, then `pool_results`, written to ``<out_dir>/results.json``."""
     from cm_gym.protocol.stores import prepare
 
     cfg.validate()
@@ -58,7 +60,7 @@ def pool_results(
 ) -> dict[str, Any]:
     """The pooled results of one run per split seed (see the module doc); `envs`: each split's
     held-out environments, recorded."""
-    from cm_gym.metrics import (
+    from cm_gym.envs.metrics import (
         aggregate_seeds,
         paired_bootstrap,
         pool_summaries,

@@ -13,6 +13,7 @@ from typing import Any
 from cm_gym.llm.replies import delta, reply_counts
 from cm_gym.protocol.config import ProtocolConfig, ProtocolError, config_json, jsonable
 from cm_gym.protocol.evaluate import Checkpoints, checkpoints_by_layout, evaluate_policies
+from cm_gym.protocol.provenance import provenance
 from cm_gym.protocol.selector import train_layouts
 from cm_gym.protocol.stores import (
     Prepared,
@@ -23,7 +24,6 @@ from cm_gym.protocol.stores import (
     prepare,
     recorded_summary,
 )
-from cm_gym.provenance import provenance
 
 
 def _built_or_given(
@@ -46,7 +46,7 @@ def run_protocol(
     if cfg.split_seeds:
         from cm_gym.protocol.rotation import run_rotated
 
-        return run_rotated(cfg, progress)
+        return run_rotated(cfg, progress, run_protocol=run_protocol)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
@@ -157,17 +157,17 @@ def evaluate_all(
     snapshot = load_snapshot(Path(cfg.store), prepared)
     if "cf_memory" in cfg.policies and "cf_memory" not in cfg.custom_policies:
         from cm_gym.agents.masked_dqn import MaskedDQN
-        from cm_gym.features import obs_dim
+        from cm_gym.envs.features import obs_dim
 
         for layout, paths in (checkpoints_by_layout(checkpoints) or {"paper": {}}).items():
             missing = [s for s in cfg.seeds if s not in paths or not Path(paths[s]).exists()]
             if missing:
                 raise ProtocolError(f"no {layout!r}-layout selector checkpoint for seed(s) {missing}")
             for path in paths.values():  # raises on another observation layout
-                if Path(path).is_dir():  # an RLlib module checkpoint
-                    from cm_gym.ray_backend.rllib import load_rllib_policy
+                if Path(path).is_dir():  # a learner plugin's checkpoint (an RLlib module folder)
+                    from cm_gym.protocol.learners import load_plugin_checkpoint
 
-                    load_rllib_policy(path)
+                    load_plugin_checkpoint(path)
                 else:
                     MaskedDQN.load(path, env=None, device="cpu", expected_obs_dim=obs_dim(layout))
     llm = make_protocol_llm(cfg, prepared)

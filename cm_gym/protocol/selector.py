@@ -24,11 +24,11 @@ def train_selector(
     import torch
 
     if cfg.algo != "masked-dqn":  # RLlib: same protocol, checkpoint selection and record
-        from cm_gym.ray_backend.rllib import train_rllib
+        from cm_gym.protocol.learners import learner
 
-        return train_rllib(cfg, snapshot, prepared, seed, llm, layout)
+        return learner(cfg.algo).train(cfg, snapshot, prepared, seed, llm, layout)
     from cm_gym.agents.masked_dqn import MaskedDQN
-    from cm_gym.training import CheckpointSelector, DecisionProgress
+    from cm_gym.protocol.training import CheckpointSelector, DecisionProgress
 
     torch.set_num_threads(1)  # a (64, 64) MLP is ~10x slower with several threads on a small box
     val = prepared.split.validation
@@ -39,7 +39,7 @@ def train_selector(
     seed_dir = Path(cfg.out_dir) / "selector" / run_name
     tb = str(Path(cfg.out_dir) / "tensorboard") if cfg.tensorboard else None
     if tb is not None:  # a rerun of this seed replaces its logs instead of adding seedN_2
-        from cm_gym.outputs import remove_tensorboard_runs
+        from cm_gym.protocol.outputs import remove_tensorboard_runs
 
         remove_tensorboard_runs(Path(tb), run_name)
     model = MaskedDQN("MlpPolicy", env, seed=seed, tensorboard_log=tb, verbose=0)

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.splits import make_split
+from cm_gym.core.types import Split, SplitOverlapError, Task
+from cm_gym.domains.registry import BenchmarkSpec, get_benchmark, get_domain
 from cm_gym.protocol.config import ProtocolConfig, ProtocolError, jsonable
-from cm_gym.registry import BenchmarkSpec, get_benchmark, get_domain
-from cm_gym.splits import make_split
-from cm_gym.types import Split, SplitOverlapError, Task
 
 logger = logging.getLogger(__name__)
 
@@ -137,9 +137,9 @@ def build_snapshot(
     llm: Any = None,
 ) -> Path:
     """Construct memory on T_build (Algorithm 1, lines 3–14) and freeze it into a snapshot."""
+    from cm_gym.agent.prefetch import prefetch_first_drafts
     from cm_gym.memory.construction import ConstructionConfig, build_memory
     from cm_gym.memory.store import RecordStore
-    from cm_gym.prefetch import prefetch_first_drafts
 
     domain = get_domain(prepared.spec.domain_name)
     mem_dir = Path(cfg.out_dir) / "memory"

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from cm_gym import features as F
-from cm_gym.types import Outcome
+from cm_gym.core.types import Outcome
+from cm_gym.envs import features as F
 
 # tiny networks: one thread is much faster than contending for the shared cores
 torch.set_num_threads(1)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from cm_gym import features as F
 from cm_gym.agents import BASELINES, AlwaysSkip, Oracle, RandomValid, TopOne
+from cm_gym.envs import features as F
 
 from .conftest import GoodSlotEnv
 
@@ -60,7 +60,7 @@ def test_oracle_picks_the_good_slot_by_peeking() -> None:
 def test_oracle_ties_go_to_skip() -> None:
     class Flat(GoodSlotEnv):
         def peek(self, action: int):  # every option equally good
-            from cm_gym.types import Outcome
+            from cm_gym.core.types import Outcome
 
             return Outcome(score=0.5, solved=False)
 

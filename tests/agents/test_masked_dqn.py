@@ -13,10 +13,10 @@ from stable_baselines3 import DQN
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from cm_gym import features as F
 from cm_gym.agents import TABLE3, MaskedDQN, masked_max, random_valid_actions
 from cm_gym.agents.policies import MaskedDQNPolicy
-from cm_gym.features import ObservationLayoutError
+from cm_gym.envs import features as F
+from cm_gym.envs.features import ObservationLayoutError
 
 from .conftest import GoodSlotEnv
 

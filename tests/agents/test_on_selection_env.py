@@ -10,7 +10,7 @@ from sb3_contrib.common.maskable.utils import get_action_masks
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from cm_gym.agents import AlwaysSkip, MaskedDQN, Oracle, TopOne
-from cm_gym.wrappers import EpisodeMetrics
+from cm_gym.envs.wrappers import EpisodeMetrics
 from tests.envs.toy_env import build_toy_store, make_toy
 
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState
 from cm_gym.domains.environment import (
     EnvironmentChangeError,
     environment_versions,
     load_environment,
     save_environment,
 )
+from cm_gym.domains.registry import get_benchmark, get_domain
 from cm_gym.memory.snapshot import file_sha256
-from cm_gym.registry import get_benchmark, get_domain
-from cm_gym.types import Action, AgentState
 
 
 def _tasks(benchmark: str) -> list:
@@ -126,8 +126,8 @@ def test_code_signature_change_and_its_repair(tmp_path: Path) -> None:
 
 
 def test_dafny_lemma_renamed_is_textual_and_adaptable(tmp_path: Path) -> None:
+    from cm_gym.core.types import Task
     from cm_gym.domains.dafny.changes import CHANGE_FAMILIES, adaptation_edits
-    from cm_gym.types import Task
 
     program = "lemma Foo(x: int)\n  ensures x + 0 == x\n{}\nmethod Main() { Foo(1); }\n"
     task = Task(

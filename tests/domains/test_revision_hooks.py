@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Edit, RevisionRates
-from cm_gym.types import Task
 from tests.toy_domain import ToyDomain, toy_tasks
 
 _OP = re.compile(r"(?<![<>=!])(>=|<=|>|<)(?![<>=])")

@@ -11,13 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cm_gym.core.types import Action, AgentState
 from cm_gym.domains.base import LoadReport
 from cm_gym.domains.sat import dimacs
 from cm_gym.domains.sat import hostile as sat_hostile
 from cm_gym.domains.sat.dimacs import parse_dimacs, read_dimacs
 from cm_gym.domains.sat.errors import DimacsError
 from cm_gym.domains.sat.evaluator import SatEvaluator
-from cm_gym.domains.sat.satlib import load_satlib_tasks, satlib_task
+from cm_gym.domains.sat.loader import load_satlib_tasks, satlib_task
 from cm_gym.domains.smt import hostile as smt_hostile
 from cm_gym.domains.smt.errors import SmtError
 from cm_gym.domains.smt.evaluator import SmtEvaluator
@@ -25,7 +26,6 @@ from cm_gym.domains.smt.loader import smtlib_task
 from cm_gym.domains.smt.sandbox import vet_script
 from cm_gym.domains.smt.sexpr import parse_sexprs
 from cm_gym.domains.smt.smtlib import parse_smtlib
-from cm_gym.types import Action, AgentState
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

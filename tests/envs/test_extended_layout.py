@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cm_gym import features as F
 from cm_gym.agents.masked_dqn import MaskedDQN
+from cm_gym.envs import features as F
 from cm_gym.envs._loading import EnvConfigError
 from cm_gym.envs.selection import MemorySelectionEnv
 from tests.envs.toy_env import TOY_BENCHMARK

@@ -12,9 +12,9 @@ import pytest
 import torch
 from gymnasium.utils.env_checker import check_env
 
-from cm_gym import features as F
 from cm_gym.agents.baselines import Oracle, RandomValid, TopOne, TopTwo
 from cm_gym.agents.masked_dqn import MaskedDQN
+from cm_gym.envs import features as F
 from cm_gym.envs._actions import InvalidActionError
 from cm_gym.llm.base import REVISE_WITH_RECORDS
 from cm_gym.llm.prompts import parse_rendered, render
@@ -138,7 +138,7 @@ def test_revise_with_records_prompt_round_trips() -> None:
 
 
 def test_slot_limit_wrapper_masks_pairs(toy_store_path: Path) -> None:
-    from cm_gym.wrappers.ablation import SlotLimit
+    from cm_gym.envs.wrappers.ablation import SlotLimit
 
     env = SlotLimit(make_toy(str(toy_store_path), action_space="pairs", use_conditions=False), n_slots=1)
     obs, info = _decide_until(env, 1)

@@ -16,9 +16,9 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import cm_gym
+from cm_gym.core.paths import DataNotFoundError
+from cm_gym.domains.registry import BenchmarkSpec
 from cm_gym.memory.store import RecordStore
-from cm_gym.paths import DataNotFoundError
-from cm_gym.registry import BenchmarkSpec
 
 BENCHMARKS = [s for s in cm_gym.list_benchmarks() if s.namespace != "cm_gym_test"]
 #: Domains whose evaluator is an external verifier taking seconds per check (Dafny, Coq): their

@@ -9,12 +9,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from cm_gym import features as F
+from cm_gym.core.types import CmGymError, Task
+from cm_gym.envs import features as F
 from cm_gym.envs._loading import EnvConfigError, StoreMismatchError, StoreNotFrozenError
 from cm_gym.envs.selection import InvalidActionError, MemorySelectionEnv
 from cm_gym.memory.snapshot import FrozenStore, file_sha256
 from cm_gym.memory.store import RecordStore
-from cm_gym.types import CmGymError, Task
 from tests.envs.toy_env import TOY_BENCHMARK, TOY_ENV_ID, build_toy_store
 
 INFO_KEYS = {

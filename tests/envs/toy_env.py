@@ -8,9 +8,9 @@ from pathlib import Path
 
 import gymnasium as gym
 
+from cm_gym.domains.registry import RegistryError, get_benchmark, register_benchmark
 from cm_gym.memory.record import Record
 from cm_gym.memory.store import RecordStore
-from cm_gym.registry import RegistryError, get_benchmark, register_benchmark
 from tests.toy_domain import ToyDomain, toy_tasks
 
 TOY_BENCHMARK = "EnvToy"

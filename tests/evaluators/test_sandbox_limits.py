@@ -188,7 +188,7 @@ def test_bad_isolation_mode_is_rejected() -> None:
 def test_minimal_tree_shows_no_data_package_cache_or_other_runs(sb: Sandbox, tmp_path: Path) -> None:
     needs(sb, "minimal-root")
     import cm_gym
-    from cm_gym.paths import DataNotFoundError, data_root
+    from cm_gym.core.paths import DataNotFoundError, data_root
 
     package = Path(cm_gym.__file__).resolve().parent
     other = Path(tempfile.mkdtemp(prefix="cm_gym_sbx_"))  # looks like another run's copy

@@ -44,7 +44,9 @@ def test_round_trip_keeps_plain_values_and_module_state(worker: Worker) -> None:
 
 def test_parent_packages_are_not_initialised() -> None:
     with Worker(PROBE) as w:
-        loaded = w.call("modules_loaded", "cm_gym", "gymnasium", "torch", "cm_gym.registry", timeout=30).value
+        loaded = w.call(
+            "modules_loaded", "cm_gym", "gymnasium", "torch", "cm_gym.domains.registry", timeout=30
+        ).value
     assert loaded == ["cm_gym"]  # a stub: importing cm_gym for real would load gymnasium
 
 

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.base import (
     Distillation,
     Domain,
@@ -26,8 +27,7 @@ from cm_gym.domains.base import (
     PredicateFn,
     RevisionRates,
 )
-from cm_gym.registry import RegistryError, get_benchmark, register_benchmark
-from cm_gym.types import Action, AgentState, Outcome, Task
+from cm_gym.domains.registry import RegistryError, get_benchmark, register_benchmark
 
 TOY_BENCHMARK = "LLMTestToy"
 

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
+from cm_gym.core.types import Task
 from cm_gym.llm.base import DRAFT_ACTION, REFLECT, Completion
-from cm_gym.llm.cache import CachedLLM, ResponseCache, cache_key
+from cm_gym.llm.cache import ResponseCache, cache_key
+from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.errors import CacheCorruptError, CacheError, CacheMissError
-from cm_gym.types import Task
 
 
 class CountingLLM:

@@ -21,14 +21,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cm_gym.cli import main
+from cm_gym.core.types import Task
 from cm_gym.llm.base import DRAFT_ACTION
-from cm_gym.llm.cache import CachedLLM, ResponseCache
+from cm_gym.llm.cache import ResponseCache
 from cm_gym.llm.cache_io import FORMAT, MAX_LINE_BYTES, export_cache, merge_export, read_export
+from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.errors import CacheCorruptError, CacheError
 from cm_gym.llm.simulated import SimulatedLLM
 from cm_gym.memory.schema import manifest_path
 from cm_gym.memory.store import RecordStore
-from cm_gym.types import Task
 
 
 @pytest.fixture

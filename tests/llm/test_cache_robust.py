@@ -18,9 +18,11 @@ from typing import Any
 import pytest
 
 from cm_gym.cli import main
+from cm_gym.core.types import Task
 from cm_gym.llm.base import DRAFT_ACTION, REFLECT
-from cm_gym.llm.cache import CachedLLM, ResponseCache
+from cm_gym.llm.cache import ResponseCache
 from cm_gym.llm.cache_io import export_cache, import_cache
+from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.errors import (
     CacheConflictError,
     CacheCorruptError,
@@ -30,7 +32,6 @@ from cm_gym.llm.errors import (
     CacheWriteError,
 )
 from cm_gym.llm.simulated import SimulatedLLM
-from cm_gym.types import Task
 
 _VALUE = {"text": "t", "prompt_tokens": 1, "completion_tokens": 2}
 
@@ -249,10 +250,10 @@ def test_construction_never_falls_back_on_a_replay_miss(tmp_path: Path, toy: lis
     """Construction falls back to rule-based edits / distillation when the LLM fails; a read-only
     replay that lacks the reply must not (it would silently build different memory)."""
     from cm_gym.agent import Cost
+    from cm_gym.core.types import AgentState, Outcome
+    from cm_gym.domains.registry import get_domain
     from cm_gym.memory.alternatives import AlternativeGenerator
     from cm_gym.memory.distill import Distiller
-    from cm_gym.registry import get_domain
-    from cm_gym.types import AgentState, Outcome
 
     path = tmp_path / "empty.sqlite"
     ResponseCache(path, "rw").close()

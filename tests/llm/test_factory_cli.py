@@ -12,13 +12,13 @@ import pytest
 
 from cm_gym.cli import make_parser
 from cm_gym.cli.serve_llm import BenchmarkTaskLookup
+from cm_gym.core.types import Task
 from cm_gym.llm.base import DRAFT_ACTION
-from cm_gym.llm.cache import CachedLLM
+from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.errors import LLMError
 from cm_gym.llm.factory import make_llm
 from cm_gym.llm.openai_client import OpenAICompatibleLLM
 from cm_gym.llm.simulated import SimulatedLLM
-from cm_gym.types import Task
 
 HERE = Path(__file__).resolve().parent
 

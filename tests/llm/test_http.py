@@ -17,14 +17,15 @@ from typing import Any
 import openai
 import pytest
 
+from cm_gym.core.types import AgentState, Attempt, Outcome, Task
 from cm_gym.llm.base import DRAFT_ACTION, GENERATE_LOCAL_ALTERNATIVES, REFLECT, REVISE_WITH_RECORD
-from cm_gym.llm.cache import CachedLLM, ResponseCache
+from cm_gym.llm.cache import ResponseCache
+from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.errors import LLMError, LLMTimeoutError, LLMUnreachableError
 from cm_gym.llm.openai_client import OpenAICompatibleLLM
 from cm_gym.llm.prompts import render_messages
 from cm_gym.llm.server import LLMServer, serve_in_thread
 from cm_gym.llm.simulated import SimulatedLLM
-from cm_gym.types import AgentState, Attempt, Outcome, Task
 
 
 @pytest.fixture()

@@ -16,6 +16,8 @@ import gymnasium as gym
 import pytest
 
 from cm_gym.cli import main
+from cm_gym.core.types import AgentState
+from cm_gym.domains.registry import get_benchmark
 from cm_gym.envs._loading import EnvConfigError
 from cm_gym.llm.base import DRAFT_ACTION
 from cm_gym.llm.cache import ResponseCache, decode_request
@@ -26,8 +28,6 @@ from cm_gym.llm.openai_client import OpenAICompatibleLLM
 from cm_gym.llm.prompts import render
 from cm_gym.llm.server import LLMServer, serve_in_thread
 from cm_gym.llm.simulated import SimulatedLLM
-from cm_gym.registry import get_benchmark
-from cm_gym.types import AgentState
 
 TASK = get_benchmark("SQL").load_tasks()[0]
 MESSAGES = render(DRAFT_ACTION, {"task": TASK, "state": AgentState(TASK)}).messages

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from cm_gym.agent import BaseAgent, Cost
+from cm_gym.core.types import AgentState
+from cm_gym.domains.registry import get_benchmark, get_domain
 from cm_gym.llm.cache import ResponseCache
 from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.errors import LLMError
@@ -22,8 +24,6 @@ from cm_gym.llm.profiles import (
     with_difficulty,
 )
 from cm_gym.llm.simulated import SimulatedLLM
-from cm_gym.registry import get_benchmark, get_domain
-from cm_gym.types import AgentState
 
 #: sha256 of the first drafts (failed_attempts 0 / react and 2 / reflexion, LLM seeds 0 and 3) of
 #: the first 150 SQL, 60 SAT, 60 SMT and 40 Code generated tasks, computed with main's simulator

@@ -8,6 +8,7 @@ import string
 
 import pytest
 
+from cm_gym.core.types import TRUNCATION, AgentState, Attempt, Outcome, Task
 from cm_gym.llm.base import (
     DISTIL_RECORD,
     DRAFT_ACTION,
@@ -25,7 +26,6 @@ from cm_gym.llm.prompts import (
     render_record,
     template_version,
 )
-from cm_gym.types import TRUNCATION, AgentState, Attempt, Outcome, Task
 
 
 def _fields(task: Task, state: AgentState) -> dict[str, object]:

@@ -23,12 +23,12 @@ import pytest
 
 from cm_gym.agent import BaseAgent, Cost, RecordView
 from cm_gym.cli import main
+from cm_gym.core.types import AgentState
+from cm_gym.domains.registry import get_benchmark, get_domain
 from cm_gym.llm.base import DRAFT_ACTION, REVISE_WITH_RECORD
 from cm_gym.llm.cache import ResponseCache, decode_request
 from cm_gym.llm.factory import make_llm
 from cm_gym.llm.fields import render_record
-from cm_gym.registry import get_benchmark, get_domain
-from cm_gym.types import AgentState
 
 pytestmark = [pytest.mark.real_llm, pytest.mark.slow, pytest.mark.timeout(900)]
 MODEL = "smollm2-135m"

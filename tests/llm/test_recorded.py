@@ -10,6 +10,8 @@ import pytest
 
 from cm_gym.agent import BaseAgent, Cost, RecordView
 from cm_gym.cli import make_parser
+from cm_gym.core.types import AgentState, Attempt, Outcome, Task
+from cm_gym.domains.registry import get_benchmark, get_domain
 from cm_gym.llm.base import DRAFT_ACTION, GENERATE_LOCAL_ALTERNATIVES, REVISE_WITH_RECORD, Completion
 from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.errors import LLMError
@@ -19,8 +21,6 @@ from cm_gym.llm.recorded import RecordedLLM, RecordingMissingError, ladder_of, r
 from cm_gym.llm.recordings import RecordingsError, load_recordings, spider_key
 from cm_gym.llm.replies import ReplyCounts, delta, format_counts, reply_counts
 from cm_gym.llm.simulated import SimulatedLLM
-from cm_gym.registry import get_benchmark, get_domain
-from cm_gym.types import AgentState, Attempt, Outcome, Task
 
 RAW = "Sure! Here is the query:\n```sql\nSELECT name FROM singer WHERE age > 30 ;\n```\nHope it helps."
 

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from cm_gym.agent import BaseAgent, Cost, RecordView
+from cm_gym.core.types import AgentState, Task
 from cm_gym.domains.base import RevisionRates
+from cm_gym.domains.registry import get_domain
 from cm_gym.llm.revision import (
     RevisionRatesError,
     candidates,
@@ -16,8 +18,6 @@ from cm_gym.llm.revision import (
     save_revision_rates,
 )
 from cm_gym.llm.simulated import SimulatedLLM
-from cm_gym.registry import get_domain
-from cm_gym.types import AgentState, Task
 
 DRAFT = "SELECT name FROM users WHERE age >= 30 ORDER BY name"
 MATCH = RecordView("rec-m", "Situation: boundary", a_minus="age >= 30", a_plus="age > 30")

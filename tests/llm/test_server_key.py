@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from cm_gym.cli import main
+from cm_gym.core.types import Task
 from cm_gym.llm.apikey import APIKeyError, authorized, resolve_key
 from cm_gym.llm.server import LLMServer, serve_in_thread
 from cm_gym.llm.simulated import SimulatedLLM
-from cm_gym.types import Task
 
 HERE = Path(__file__).parent
 KEYS = {

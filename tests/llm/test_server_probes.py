@@ -16,13 +16,13 @@ from typing import Any
 import openai
 import pytest
 
+from cm_gym.core.types import Task
 from cm_gym.llm.base import DRAFT_ACTION
 from cm_gym.llm.errors import LLMError
 from cm_gym.llm.openai_client import OpenAICompatibleLLM
 from cm_gym.llm.prompts import render_messages
 from cm_gym.llm.server import LLMServer, serve_in_thread
 from cm_gym.llm.simulated import SimulatedLLM
-from cm_gym.types import Task
 
 
 @pytest.fixture()

@@ -8,6 +8,8 @@ import dataclasses
 import pytest
 
 from cm_gym.agent import BaseAgent, Cost, RecordView
+from cm_gym.core.types import AgentState, Attempt, Outcome, Task
+from cm_gym.domains.registry import get_domain
 from cm_gym.llm.base import (
     BEST_OF_N_JUDGE,
     DISTIL_RECORD,
@@ -20,8 +22,6 @@ from cm_gym.llm.base import (
 from cm_gym.llm.errors import LLMError
 from cm_gym.llm.prompts import parse_alternatives, parse_distil, parse_judge, parse_rendered, render
 from cm_gym.llm.simulated import SimulatedLLM
-from cm_gym.registry import get_domain
-from cm_gym.types import AgentState, Attempt, Outcome, Task
 
 FAILED = Outcome(score=0.0, solved=False, feedback="Wrong result set. Rows differ.")
 

@@ -6,11 +6,11 @@ import dataclasses
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Attempt, Outcome, Task
+from cm_gym.domains.registry import RegistryError, get_benchmark, get_domain
 from cm_gym.llm.base import DISTIL_RECORD, DRAFT_ACTION, GENERATE_LOCAL_ALTERNATIVES, REVISE_WITH_RECORD
 from cm_gym.llm.prompts import parse_alternatives, parse_distil, parse_rendered, render
 from cm_gym.llm.simulated import SimulatedLLM
-from cm_gym.registry import RegistryError, get_benchmark, get_domain
-from cm_gym.types import Action, AgentState, Attempt, Outcome, Task
 
 try:
     SQL = get_benchmark("SQL")

@@ -13,9 +13,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from memfakes import FakeLLM, ToyDomain, make_tasks  # noqa: E402
 
+from cm_gym.core.types import Task  # noqa: E402
 from cm_gym.memory.record import Record  # noqa: E402
 from cm_gym.memory.store import RecordStore  # noqa: E402
-from cm_gym.types import Task  # noqa: E402
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def make_record() -> RecordFactory:
 def memtoy_benchmark(monkeypatch: pytest.MonkeyPatch) -> str:
     """Register the toy domain as benchmark "MEMTOY" for this test only (undone afterwards, and
     without a Gymnasium id, so no other test ever sees it)."""
-    from cm_gym import registry
+    from cm_gym.domains import registry
 
     registry.list_benchmarks()  # load the built-in plugins first
     spec = registry.BenchmarkSpec(

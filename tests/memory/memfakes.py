@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, ErrorOperator, PredicateFn
 from cm_gym.llm.base import (
     DISTIL_RECORD,
@@ -26,7 +27,6 @@ from cm_gym.llm.base import (
     Completion,
 )
 from cm_gym.llm.parsers import format_alternatives
-from cm_gym.types import Action, AgentState, Outcome, Task
 
 _OPS = {">": "GT", ">=": "GTE", "<": "LT", "<=": "LTE"}
 _FLIP = {">": ">=", ">=": ">", "<": "<=", "<=": "<"}

@@ -8,9 +8,9 @@ import pytest
 from memfakes import FakeLLM, ToyDomain, make_task
 
 from cm_gym.agent import Cost
+from cm_gym.core.types import AgentState, Outcome
 from cm_gym.llm.errors import LLMError
 from cm_gym.memory.alternatives import AlternativeGenerator
-from cm_gym.types import AgentState, Outcome
 
 ACTION = "SELECT name FROM people WHERE age > 10"
 FAILED = Outcome(0.0, False, "wrong rows")

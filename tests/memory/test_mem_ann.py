@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cm_gym.core.types import Task
+from cm_gym.domains.conditions import parse_condition
 from cm_gym.memory import ann as ann_mod
-from cm_gym.memory.conditions import parse_condition
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.errors import StoreError
 from cm_gym.memory.index import RecordIndex, index_order, source_columns
@@ -26,7 +27,6 @@ from cm_gym.memory.retrieval import Retriever
 from cm_gym.memory.snapshot import FrozenStore, ann_path, manifest_path
 from cm_gym.memory.store import RecordStore
 from cm_gym.memory.synthetic import SituationCorpus, query_texts
-from cm_gym.types import Task
 
 pytest.importorskip("faiss", reason="the ANN tests need the `ann` extra: pip install 'cm-gym[ann]'")
 

@@ -6,7 +6,8 @@ import logging
 
 import pytest
 
-from cm_gym.memory.conditions import (
+from cm_gym.core.types import Task
+from cm_gym.domains.conditions import (
     EMPTY,
     Condition,
     Predicate,
@@ -17,7 +18,6 @@ from cm_gym.memory.conditions import (
     parse_syntax,
 )
 from cm_gym.memory.errors import ConditionParseError
-from cm_gym.types import Task
 
 
 def task(prompt: str = "List people whose age is at least 18.", **kw: object) -> Task:
@@ -149,7 +149,7 @@ def test_bad_conditions_raise(text: str) -> None:
 
 
 def test_unparseable_condition_becomes_none_and_is_logged(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="cm_gym.memory.conditions"):
+    with caplog.at_level(logging.WARNING, logger="cm_gym.domains.conditions"):
         c = parse_condition_or_none("the question sounds inclusive")
     assert c == EMPTY and c.holds(task())
     assert "unparseable condition" in caplog.text

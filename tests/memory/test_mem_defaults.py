@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.paths import cache_dir
 from cm_gym.memory.defaults import default_snapshot
 from cm_gym.memory.snapshot import FrozenStore
-from cm_gym.paths import cache_dir
 
 
 def test_default_snapshot_is_built_once_and_reused(memtoy_benchmark: str) -> None:
@@ -65,7 +65,7 @@ def test_the_key_covers_task_content_and_domain_version(
     from memfakes import ToyDomain, make_tasks
 
     monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path))  # a fresh cache: the first call builds
-    from cm_gym import registry
+    from cm_gym.domains import registry
 
     with caplog.at_level(logging.WARNING, logger="cm_gym.memory.defaults"):
         base = default_snapshot(memtoy_benchmark, n_build=4)
@@ -97,7 +97,7 @@ def test_a_benchmarks_default_n_build_caps_the_default_store(memtoy_benchmark: s
     built on that many build tasks; an explicit `n_build` still wins."""
     import dataclasses
 
-    from cm_gym import registry
+    from cm_gym.domains import registry
 
     spec = registry._BENCHMARKS[memtoy_benchmark]
     registry._BENCHMARKS[memtoy_benchmark] = dataclasses.replace(spec, default_n_build=3)

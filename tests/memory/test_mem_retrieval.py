@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from memfakes import ToyDomain, make_task
 
+from cm_gym.core.types import AgentState
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.record import Record
 from cm_gym.memory.retrieval import Retriever, query_text, record_view
 from cm_gym.memory.store import RecordStore
-from cm_gym.types import AgentState
 
 INCL = 'mentions_any("at least") AND memtoy_has_number()'
 

@@ -14,7 +14,10 @@ import numpy as np
 import pytest
 
 from cm_gym.cli import main as cli_main
+from cm_gym.core.splits import make_split
+from cm_gym.core.types import AgentState
 from cm_gym.domains.environment import environment_versions, load_environment
+from cm_gym.domains.registry import get_benchmark, get_domain
 from cm_gym.llm.simulated import SimulatedLLM
 from cm_gym.memory.construction import build_memory
 from cm_gym.memory.embedding import Embedder
@@ -25,9 +28,6 @@ from cm_gym.memory.reverify import read_report, report_path, reverify_store
 from cm_gym.memory.schema import LEGACY_RECORD_COLUMNS, MIGRATIONS, STORE_KIND, manifest_path
 from cm_gym.memory.snapshot import FrozenStore, file_sha256
 from cm_gym.memory.store import RecordStore
-from cm_gym.registry import get_benchmark, get_domain
-from cm_gym.splits import make_split
-from cm_gym.types import AgentState
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def test_reverify_writes_a_new_snapshot_with_verdicts(sql_store: tuple, tmp_path
 
 
 def _a(text: str):  # noqa: ANN202 - local shorthand
-    from cm_gym.types import Action
+    from cm_gym.core.types import Action
 
     return Action(text)
 

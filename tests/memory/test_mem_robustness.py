@@ -19,8 +19,9 @@ import pytest
 
 from cm_gym.memory import schema
 from cm_gym.memory.errors import StoreError, StoreFullError, StoreLockedError, StoreReadOnlyError
+from cm_gym.memory.opening import open_store
 from cm_gym.memory.schema import connect_rw, integrity_ok, migrate
-from cm_gym.memory.snapshot import FrozenStore, file_sha256, load_readonly, manifest_path, open_store
+from cm_gym.memory.snapshot import FrozenStore, file_sha256, load_readonly, manifest_path
 from cm_gym.memory.store import RecordStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -208,7 +209,7 @@ def test_a_read_only_cache_serves_everything_that_only_reads(
         import gymnasium as gym
         import tests.envs.toy_env as toy
         from cm_gym.memory.defaults import default_snapshot
-        from cm_gym.types import CmGymError
+        from cm_gym.core.types import CmGymError
         path = default_snapshot("EnvToy")            # cached: no lock, no write
         for store in (path, None):                   # explicit snapshot, then the default one
             env = gym.make(toy.TOY_ENV_ID, store=store, tasks="all")

@@ -12,7 +12,8 @@ import pytest
 
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.errors import EmbedderMismatchError, StoreError, StoreLockedError, StoreReadOnlyError
-from cm_gym.memory.snapshot import FrozenStore, load_readonly, manifest_path, open_store
+from cm_gym.memory.opening import open_store
+from cm_gym.memory.snapshot import FrozenStore, load_readonly, manifest_path
 from cm_gym.memory.store import RecordStore
 
 

@@ -10,14 +10,14 @@ import pytest
 
 pytest.importorskip("cm_gym.domains.sql")
 
+from cm_gym.core.splits import make_split  # noqa: E402
+from cm_gym.core.types import Action, AgentState  # noqa: E402
+from cm_gym.domains.conditions import parse_condition  # noqa: E402
+from cm_gym.domains.registry import get_benchmark, get_domain  # noqa: E402
 from cm_gym.llm.simulated import SimulatedLLM  # noqa: E402
-from cm_gym.memory.conditions import parse_condition  # noqa: E402
 from cm_gym.memory.construction import ConstructionConfig, build_memory  # noqa: E402
 from cm_gym.memory.retrieval import Retriever  # noqa: E402
 from cm_gym.memory.store import RecordStore  # noqa: E402
-from cm_gym.registry import get_benchmark, get_domain  # noqa: E402
-from cm_gym.splits import make_split  # noqa: E402
-from cm_gym.types import Action, AgentState  # noqa: E402
 
 
 @pytest.mark.slow

@@ -12,12 +12,12 @@ import pytest
 
 pytest.importorskip("cm_gym.domains.sql")
 
+from cm_gym.core.splits import make_split  # noqa: E402
+from cm_gym.domains.registry import get_benchmark, get_domain  # noqa: E402
 from cm_gym.llm.simulated import SimulatedLLM  # noqa: E402
 from cm_gym.memory.construction import ConstructionConfig, build_memory  # noqa: E402
 from cm_gym.memory.parallel import ParallelStats, build_memory_parallel  # noqa: E402
 from cm_gym.memory.store import RecordStore  # noqa: E402
-from cm_gym.registry import get_benchmark, get_domain  # noqa: E402
-from cm_gym.splits import make_split  # noqa: E402
 
 
 @pytest.mark.slow

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import LoadReport
 from cm_gym.domains.code.domain import CodeDomain
-from cm_gym.registry import register_benchmark
-from cm_gym.types import Task
+from cm_gym.domains.registry import register_benchmark
 
 __all__ = ["CodeDomain", "load_generated_tasks", "load_quixbugs_tasks"]
 
@@ -27,7 +27,7 @@ def load_quixbugs_tasks(
 ) -> list[Task]:
     """QuixBugs' 40 Python programs (default ``data_root()/"quixbugs"``); `report` collects the
     refused programs instead of raising."""
-    from cm_gym.domains.code.quixbugs import load_quixbugs_tasks as load
+    from cm_gym.domains.code.loader import load_quixbugs_tasks as load
 
     return load(root=root, limit=limit, report=report)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 
 from cm_gym.domains.base import token_diff
-from cm_gym.domains.code.mutations import KIND_TO_BUG_CLASS, mutations_between, parse
+from cm_gym.domains.code.edits import KIND_TO_BUG_CLASS, mutations_between, parse
 
 
 def strip_docstrings(source: str) -> str:

@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Edit
 from cm_gym.domains.environment import (
     CHANGE_META,
@@ -38,7 +39,6 @@ from cm_gym.domains.environment import (
     touched_envs,
 )
 from cm_gym.evaluators.testrun import encode_expected
-from cm_gym.types import Task
 
 
 def environment_version(name: str, task: Task) -> str:

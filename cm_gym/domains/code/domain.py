@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
 from cm_gym.domains.code import reply
+from cm_gym.domains.code.conditions import PREDICATES, contrast_key, distil_fix
 from cm_gym.domains.code.errormodel import code_edit_operators, code_error_model, transfer_contrast
 from cm_gym.domains.code.evaluator import CodeEvaluator
-from cm_gym.domains.code.records import PREDICATES, contrast_key, distil_fix
 from cm_gym.domains.reply import ReplyFormat
-from cm_gym.types import Task
 
 
 class CodeDomain(Domain):

@@ -18,10 +18,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Edit, ErrorModel, ErrorOperator
-from cm_gym.domains.code.mutations import Mutation, enumerate_mutations, mutations_between
+from cm_gym.domains.code.edits import Mutation, enumerate_mutations, mutations_between
 from cm_gym.domains.code.patch import PatchError, apply_patch
-from cm_gym.types import Task
 
 MAX_EDITS = 40
 _LEAVE_BUG = {

@@ -18,11 +18,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from cm_gym.core.types import Action, AgentState, Outcome
 from cm_gym.domains.code.patch import PatchError, apply_patch
 from cm_gym.evaluators.budgets import CPU_SECONDS, budget_details, infrastructure, retry_once
 from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxError
 from cm_gym.evaluators.testrun import TestSuite, new_judge, run_suite
-from cm_gym.types import Action, AgentState, Outcome
 
 logger = logging.getLogger(__name__)
 

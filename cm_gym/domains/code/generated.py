@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cm_gym.core.types import CmGymError, Task
 from cm_gym.domains.code.program import boundary_of, program_features
 from cm_gym.evaluators.testrun import Case, TestSuite, encode_expected
-from cm_gym.types import CmGymError, Task
 
 DATA_FILE = Path(__file__).parent / "data" / "generated_tasks.txt"
 BENCHMARK = "Code"

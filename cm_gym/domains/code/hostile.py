@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from string import Template
 
+from cm_gym.core.types import Task
 from cm_gym.evaluators.testrun import Case, TestSuite, encode_expected
-from cm_gym.types import Task
 
 
 @dataclass(frozen=True)

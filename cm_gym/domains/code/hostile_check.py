@@ -21,13 +21,12 @@ from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import cm_gym
+from cm_gym.core.paths import DataNotFoundError, cache_dir, data_root
+from cm_gym.core.types import Action, AgentState, Outcome
 from cm_gym.domains.code.evaluator import CodeEvaluator
 from cm_gym.domains.code.hostile import CORPUS, HostilePatch, hostile_task
 from cm_gym.domains.code.hostile_forgery import hostile_pytest_task
 from cm_gym.evaluators.isolation import processes_of_uid
-from cm_gym.paths import DataNotFoundError, cache_dir, data_root
-from cm_gym.types import Action, AgentState, Outcome
 
 SECRET_VAR = "CM_GYM_TEST_SECRET"
 CANARY_TEXT = "canary\n"
@@ -114,9 +113,7 @@ def canary_base() -> str:
 def _readable_targets(stack: ExitStack) -> dict[str, Path]:
     """Files a patch must not see: one of the data folder, the package's generated references,
     a file in another run's copy (made here) and one in the cache folder (made here)."""
-    targets: dict[str, Path] = {
-        "package_file": Path(cm_gym.__file__).resolve().parent / "domains/code/data/generated_tasks.txt"
-    }
+    targets: dict[str, Path] = {"package_file": Path(__file__).resolve().parent / "data/generated_tasks.txt"}
     with suppress(DataNotFoundError, StopIteration):
         root = data_root()
         readme = root / "README.md"

@@ -16,9 +16,9 @@ task of `hostile.hostile_task`, or its pytest-mode twin `hostile_pytest_task`.
 
 from __future__ import annotations
 
+from cm_gym.core.types import Task
 from cm_gym.domains.code.hostile import HostilePatch
 from cm_gym.evaluators.testrun import TestSuite
-from cm_gym.types import Task
 
 _WALK = """import os, sys
 def _forge(report):

@@ -17,8 +17,8 @@ from __future__ import annotations
 import ast
 import re
 
-from cm_gym.domains.code.mutations import parse_or_reason
-from cm_gym.types import CmGymError
+from cm_gym.core.types import CmGymError
+from cm_gym.domains.code.edits import parse_or_reason
 
 MAX_PATCH_CHARS = 50_000
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")

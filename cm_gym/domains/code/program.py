@@ -7,7 +7,7 @@ import ast
 import re
 from typing import Any
 
-from cm_gym.domains.code.mutations import CMP_TEXT, parse
+from cm_gym.domains.code.edits import CMP_TEXT, parse
 
 #: phrases that mark a strict / an inclusive boundary in a task description
 STRICT_PHRASES = (

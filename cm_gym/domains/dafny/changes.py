@@ -25,6 +25,7 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Edit
 from cm_gym.domains.environment import (
     CHANGE_META,
@@ -34,7 +35,6 @@ from cm_gym.domains.environment import (
     digest,
     touched_envs,
 )
-from cm_gym.types import Task
 
 _DECL = re.compile(r"\b(?:lemma|method|function|predicate)\s+(?:\{[^}]*\}\s*)?([A-Za-z_][\w']*)")
 

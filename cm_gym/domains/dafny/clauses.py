@@ -4,9 +4,9 @@ inserted ghost statement (`ghost.py`) lines up with the program's tokens."""
 
 from __future__ import annotations
 
+from cm_gym.core.types import CmGymError
 from cm_gym.domains.dafny.ghost import ALLOWED_ATTRIBUTES, GhostError, GhostParser
 from cm_gym.domains.dafny.tokens import Token
-from cm_gym.types import CmGymError
 
 KEYWORDS = ("invariant", "assert", "decreases")
 

@@ -6,14 +6,15 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
 from cm_gym.domains.dafny import reply
 from cm_gym.domains.dafny.annotations import KEYWORDS
-from cm_gym.domains.dafny.edits import dafny_edit_operators, dafny_error_model, transfer_annotations
+from cm_gym.domains.dafny.conditions import PREDICATES, contrast_key, distil_annotation
+from cm_gym.domains.dafny.edits import dafny_edit_operators, transfer_annotations
+from cm_gym.domains.dafny.errormodel import dafny_error_model
 from cm_gym.domains.dafny.evaluator import DafnyEvaluator
-from cm_gym.domains.dafny.records import PREDICATES, contrast_key, distil_annotation
 from cm_gym.domains.reply import ReplyFormat
-from cm_gym.types import Task
 
 _UNIT = re.compile(rf"^\s*({'|'.join(KEYWORDS)})\b")
 

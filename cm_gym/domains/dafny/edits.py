@@ -1,9 +1,9 @@
-"""Dafny edit operators, the simulated LLM's error model, and record transfer.
+"""Dafny edit operators and record transfer; the simulated LLM's error model on them is `errormodel.py`.
 
 - Edits of an annotated program change one annotation: drop it, flip one comparison in it
   (``<`` ↔ ``<=``), shift a bound by one, or add a guard-derived bound invariant / decreases
   clause at a loop that has room for one.
-- Error model: drafts are the ground truth with the recurring slips of `slips` (a bound invariant
+- Error model (`errormodel.py`): drafts are the ground truth with the recurring slips of `slips` (a bound invariant
   written like its guard, a slice invariant or a decreases clause left out, each tied to program
   features), plus hints dropped at random (an invariant, an assertion — more often in programs
   with several loops or quantifiers), an invariant's bound off by one, or no hints at all.
@@ -14,11 +14,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
-import numpy as np
-
-from cm_gym.domains.base import Edit, ErrorModel, ErrorOperator
+from cm_gym.core.types import Task
+from cm_gym.domains.base import Edit
 from cm_gym.domains.dafny.annotations import (
     Annotation,
     AnnotationError,
@@ -31,15 +29,8 @@ from cm_gym.domains.dafny.annotations import (
 )
 from cm_gym.domains.dafny.program import identifiers, loops, rename, shape
 from cm_gym.domains.dafny.slips import (
-    SLIP_RATES,
-    drop_slice_invariant,
     family_repairs,
-    hard_termination,
-    slice_spec,
-    strict_index_loop,
-    weak_bound,
 )
-from cm_gym.types import Task
 
 MAX_EDITS = 40
 _CMP = re.compile(r"<=|>=|<(?![=>])|>(?![=])")
@@ -76,21 +67,6 @@ def _shifts(text: str) -> list[str]:
     return out
 
 
-def guard_invariants(guard: str) -> list[str]:
-    """Bound invariants and a decreases clause suggested by a loop guard ``a < b`` etc. (of a
-    conjunction ``a < b && ...``, its first conjunct)."""
-    guard = guard.split("&&", 1)[0] if "||" not in guard else guard
-    m = re.match(r"^\s*([A-Za-z_]\w*)\s*(<=|<|>=|>|!=)\s*([^&|(){};]+?|\|[^|]+\|)\s*$", guard)
-    if not m:
-        return []
-    var, op, bound = m.group(1), m.group(2), m.group(3)
-    if op in ("<", "!="):
-        return [f"invariant 0 <= {var} <= {bound}", f"decreases {bound} - {var}"]
-    if op == "<=":
-        return [f"invariant {var} <= {bound} + 1", f"decreases {bound} - {var}"]
-    return [f"invariant {var} >= {bound}", f"decreases {var} - {bound}"]
-
-
 def dafny_edit_operators(task: Task, action: str) -> list[Edit]:
     """Single-annotation edits of `action`, deterministic order, at most `MAX_EDITS`: first the
     repairs of the slip families (`slips.family_repairs`: restore a weakened bound, add a slice
@@ -109,55 +85,6 @@ def dafny_edit_operators(task: Task, action: str) -> list[Edit]:
     seen: set[str] = set()
     unique = [e for e in edits if e.text != action and not (e.text in seen or seen.add(e.text))]
     return unique[:MAX_EDITS]
-
-
-def _dropper(keyword: str) -> Callable[[Task, str, np.random.Generator], str | None]:
-    def apply(task: Task, action: str, rng: np.random.Generator) -> str | None:
-        anns = [a for a in annotations_of(task, action) or [] if a.keyword == keyword]
-        if not anns:
-            return None
-        return remove_annotation(action, anns[int(rng.integers(len(anns)))])
-
-    return apply
-
-
-def _off_by_one(task: Task, action: str, rng: np.random.Generator) -> str | None:
-    anns = [a for a in annotations_of(task, action) or [] if a.keyword == "invariant" and _CMP.search(a.text)]
-    if not anns:
-        return None
-    ann = anns[int(rng.integers(len(anns)))]
-    alts = _flips(ann.text)
-    return replace_annotation(action, ann, alts[int(rng.integers(len(alts)))])
-
-
-def _no_hints(task: Task, action: str, rng: np.random.Generator) -> str | None:
-    program = task.meta.get("program")
-    return str(program) if program else None
-
-
-def _f(task: Task, key: str, default: object = 0) -> object:
-    return task.features.get(key, default)
-
-
-def dafny_error_model() -> ErrorModel:
-    """Feature-dependent hint slips: the families of `slips` (rates `SLIP_RATES`, sources in its
-    module doc) plus the generic drops and off-by-ones of the model they refine."""
-    rates = SLIP_RATES
-    loopy = lambda t: 0.03 * min(3, int(_f(t, "n_loops", 0)))  # noqa: E731
-    ops = (
-        ErrorOperator("no_hints", lambda t: 0.05, _no_hints),
-        ErrorOperator("weak_bound", lambda t: rates["weak_bound"] if strict_index_loop(t) else 0.0, weak_bound),
-        ErrorOperator("drop_slice_invariant", lambda t: rates["drop_slice_invariant"] if slice_spec(t) else 0.0,
-                      drop_slice_invariant),
-        ErrorOperator("drop_decreases", lambda t: rates["drop_decreases_hard"] if hard_termination(t)
-                      else rates["drop_decreases_easy"] if _f(t, "has_loop", False) else 0.0, _dropper("decreases")),
-        ErrorOperator("drop_invariant", lambda t: 0.05 + loopy(t) if _f(t, "has_loop", False) else 0.0,
-                      _dropper("invariant")),
-        ErrorOperator("drop_assertion", lambda t: 0.1 if _f(t, "uses_quantifiers", False) else 0.05,
-                      _dropper("assert")),
-        ErrorOperator("off_by_one_invariant", lambda t: 0.05 if _f(t, "has_loop", False) else 0.0, _off_by_one),
-    )  # fmt: skip
-    return ErrorModel(operators=ops, fix_prob={"react": 0.25, "reflexion": 0.4})
 
 
 def _anchor_loop(action: str, line: int) -> str | None:

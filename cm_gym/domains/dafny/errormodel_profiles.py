@@ -1,8 +1,8 @@
 """Dafny error models of the simulator's *fitted profiles* (``llm="simulated:<profile>"``).
 
-A profile keeps the default model's slips (`cm_gym.domains.dafny.edits.dafny_error_model`), each
+A profile keeps the default model's slips (`cm_gym.domains.dafny.errormodel.dafny_error_model`), each
 where it can occur, scaled to a fitted rate, and adds the kinds of mistake DafnyBench's published
-programs show that the default lacks (measured by `cm_gym.analysis.real_errors_dafny`; rates in
+programs show that the default lacks (measured by `cm_gym.studies.analysis.real_errors_dafny`; rates in
 the profile files under ``cm_gym/llm/profiles/``):
 
 * ``changed_code`` — a comparison in a body line flipped (``<`` ↔ ``<=``): the program is no
@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import ErrorModel, ErrorOperator
 from cm_gym.domains.dafny.annotations import insert_after
-from cm_gym.domains.dafny.edits import dafny_error_model
+from cm_gym.domains.dafny.errormodel import dafny_error_model
 from cm_gym.domains.dafny.program import code_lines, loops, members
-from cm_gym.types import Task
 
 MAX_P = 0.95
 #: the largest default rate of each default slip (`dafny_error_model`, `slips.SLIP_RATES`)
@@ -155,7 +155,7 @@ ADDED: dict[str, tuple[Callable[[Task], bool], Callable[[Task, str, np.random.Ge
     "no_program": (lambda t: True, no_program),
 }
 OPERATORS: tuple[str, ...] = (*DEFAULT_PEAK, *ADDED)
-#: the kind (`cm_gym.analysis.real_errors_dafny.DAFNY_KINDS`) each slip produces
+#: the kind (`cm_gym.studies.analysis.real_errors_dafny.DAFNY_KINDS`) each slip produces
 TARGETS: dict[str, str] = {
     "no_hints": "no_annotations",
     "weak_bound": "bound",

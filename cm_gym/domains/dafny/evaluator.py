@@ -26,13 +26,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.paths import cache_dir
+from cm_gym.core.types import TRUNCATION, Action, AgentState, Outcome, truncate
 from cm_gym.domains.dafny.annotations import AnnotationError, extract_annotations
 from cm_gym.domains.dafny.verifier import HANG_TIME_LIMIT, RLIMIT, DafnyVerifier
 from cm_gym.evaluators.budgets import BOOGIE_RLIMIT, budget_details, infrastructure, retry_once
 from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxError
 from cm_gym.evaluators.verdicts import VerdictCache, outcome_from_json, outcome_to_json, verdict_key
-from cm_gym.paths import cache_dir
-from cm_gym.types import TRUNCATION, Action, AgentState, Outcome, truncate
 
 CHECKER_VERSION = "2"  # 2: budgets in rlimit units, wall time only a hang guard (issue 25)
 SCHEMA = "cm_gym.dafny_verdicts.v1"

@@ -23,8 +23,8 @@ forms changes compiled code.
 
 from __future__ import annotations
 
+from cm_gym.core.types import CmGymError
 from cm_gym.domains.dafny.tokens import Token
-from cm_gym.types import CmGymError
 
 
 class GhostError(CmGymError):

@@ -14,11 +14,11 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from cm_gym.core.paths import data_root
+from cm_gym.core.types import CmGymError, Task
 from cm_gym.domains.base import LoadReport, refused_message
 from cm_gym.domains.dafny.annotations import AnnotationError, extract_annotations
 from cm_gym.domains.dafny.program import program_features
-from cm_gym.paths import data_root
-from cm_gym.types import CmGymError, Task
 
 
 class DafnyLayoutError(CmGymError):

@@ -12,7 +12,7 @@ Families (each an `ErrorOperator` of `dafny_error_model`; rates in `SLIP_RATES`)
   (a preservation invariant), else with ``X[..]`` narrowed to ``X[..i]`` for the loop's index.
 - ``drop_decreases``: a ``decreases`` clause left out, more often in recursive programs and at
   loops whose guard is not an index bound Dafny can guess a measure for (``x > 0``, ``i != n``).
-  Repair: the guard's measure (`edits.guard_invariants`), or for a recursive member a parameter's
+  Repair: the guard's measure (`guard_invariants`), or for a recursive member a parameter's
   measure (`spec_decreases`).
 - Missing frame clauses (``modifies`` / ``reads``) are *not* a family here: DafnyBench's hint
   removal keeps them (they are specification, not hints; 1 of 445 ground truths adds one), so a
@@ -24,7 +24,7 @@ each family (``python bench/bench_dafny_slips.py --counts``: bound invariants ``
 176 of the 247 programs with invariants, decreases in 114, slice invariants in 41): a family's
 slip fires on half the drafts whose program has its feature (a strict index loop; recursion or a
 non-index loop guard; a slice postcondition), an easy decreases clause on 10%. The generic slips
-of the model this one refines (`edits.dafny_error_model`: dropped invariants and assertions,
+of the model this one refines (`errormodel.dafny_error_model`: dropped invariants and assertions,
 off-by-ones, no hints) stay, at rates cut once (to 5-14%, from 12-70%) before any selector ran:
 the first build (40 build tasks, seed 0) showed that independent slips compounding on one method
 left no single-annotation correction that verifies (0 records), which says nothing about a
@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Edit
 from cm_gym.domains.dafny.annotations import (
     Annotation,
@@ -49,7 +50,6 @@ from cm_gym.domains.dafny.annotations import (
     replace_annotation,
 )
 from cm_gym.domains.dafny.program import Loop, code_lines, loops, members, recursive_members
-from cm_gym.types import Task
 
 #: the chance that a draft makes each family's slip, by the program feature that triggers it
 SLIP_RATES: dict[str, float] = {
@@ -66,6 +66,21 @@ _WHOLE = re.compile(r"\b([A-Za-z_]\w*)\[\s*\.\.\s*\]")
 _ENSURES = re.compile(r"^\s*ensures\s+(.+?)\s*;?\s*$")
 _PARAM = re.compile(r"([A-Za-z_]\w*)\s*:\s*(nat|int|seq\s*<|string|set\s*<|multiset\s*<)")
 _SPEC_START = re.compile(r"^\s*(requires|ensures|reads|modifies|decreases|\{)")
+
+
+def guard_invariants(guard: str) -> list[str]:
+    """Bound invariants and a decreases clause suggested by a loop guard ``a < b`` etc. (of a
+    conjunction ``a < b && ...``, its first conjunct)."""
+    guard = guard.split("&&", 1)[0] if "||" not in guard else guard
+    m = re.match(r"^\s*([A-Za-z_]\w*)\s*(<=|<|>=|>|!=)\s*([^&|(){};]+?|\|[^|]+\|)\s*$", guard)
+    if not m:
+        return []
+    var, op, bound = m.group(1), m.group(2), m.group(3)
+    if op in ("<", "!="):
+        return [f"invariant 0 <= {var} <= {bound}", f"decreases {bound} - {var}"]
+    if op == "<=":
+        return [f"invariant {var} <= {bound} + 1", f"decreases {bound} - {var}"]
+    return [f"invariant {var} >= {bound}", f"decreases {var} - {bound}"]
 
 
 def _squash(text: str) -> str:
@@ -205,7 +220,6 @@ def spec_decreases(action: str) -> list[tuple[int, str]]:
 def family_repairs(task: Task, action: str) -> list[Edit]:
     """Reference-blind repairs of the slip families, first the ones that undo a slip in place
     (restore a bound), then insertions at loops that have room for one."""
-    from cm_gym.domains.dafny.edits import guard_invariants  # edits imports this module
 
     edits: list[Edit] = []
     for s in _bound_sites(task, action, _WEAK):

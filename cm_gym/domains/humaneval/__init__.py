@@ -13,7 +13,7 @@ from __future__ import annotations
 from cm_gym.domains.humaneval.domain import HumanEvalDomain
 from cm_gym.domains.humaneval.loader import LAYOUT, load_humaneval_tasks
 from cm_gym.domains.humaneval.synth import HumanEvalSynthDomain, load_synth_tasks
-from cm_gym.registry import register_benchmark
+from cm_gym.domains.registry import register_benchmark
 
 __all__ = ["HumanEvalDomain", "HumanEvalSynthDomain", "load_humaneval_tasks", "load_synth_tasks"]
 

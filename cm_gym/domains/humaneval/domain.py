@@ -16,14 +16,18 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Distillation, Edit, ErrorModel, PredicateFn, token_diff
 from cm_gym.domains.code.bugclass import strip_docstrings
 from cm_gym.domains.code.domain import CodeDomain
 from cm_gym.domains.code.errormodel import _line_of
 from cm_gym.domains.code.program import INCLUSIVE_PHRASES, STRICT_PHRASES
+from cm_gym.domains.humaneval.errormodel import (
+    humaneval_edit_operators,
+    humaneval_error_model,
+    transfer_contrast,
+)
 from cm_gym.domains.humaneval.families import CUES, between
-from cm_gym.domains.humaneval.model import humaneval_edit_operators, humaneval_error_model, transfer_contrast
-from cm_gym.types import Task
 
 _MAX_WORDS = ("largest", "maximum", "biggest", "highest", "max", "greatest")
 _MIN_WORDS = ("smallest", "minimum", "lowest", "min", "least")

@@ -25,15 +25,15 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import ErrorModel, ErrorOperator
-from cm_gym.domains.code.mutations import Mutation
+from cm_gym.domains.code.edits import Mutation
+from cm_gym.domains.humaneval.errormodel import body_mutations, humaneval_error_model
 from cm_gym.domains.humaneval.families import FAMILIES, body_span, kind_family
-from cm_gym.domains.humaneval.model import body_mutations, humaneval_error_model
-from cm_gym.types import Task
 
 MAX_P = 0.95
 OPERATORS: tuple[str, ...] = (*(f"slip_{f}" for f in FAMILIES), "rewrite", "no_program")
-#: the class (`cm_gym.analysis.real_errors_humaneval.HE_KINDS`) each slip produces
+#: the class (`cm_gym.studies.analysis.real_errors_humaneval.HE_KINDS`) each slip produces
 TARGETS: dict[str, str] = {
     **{f"slip_{f}": f for f in FAMILIES},
     "rewrite": "other",

@@ -1,7 +1,7 @@
 """Bug families of HumanEvalFix's taxonomy as single AST-located edits, and the features they
 are tied to.
 
-A *family* groups the mutation kinds of `cm_gym.domains.code.mutations` plus three more defined
+A *family* groups the mutation kinds of `cm_gym.domains.code.edits` plus three more defined
 here (``swap_function``: min↔max, lower↔upper, any↔all …; ``toggle_reverse``: a sort's order;
 ``change_value``: an integer constant ±1; ``drop_condition``: one operand of an ``and``/``or``
 removed) under HumanEvalFix's class names: operator, boundary (inclusive/exclusive comparison),
@@ -18,7 +18,7 @@ import ast
 import re
 from typing import Any
 
-from cm_gym.domains.code.mutations import (
+from cm_gym.domains.code.edits import (
     OP_TEXT,
     Mutation,
     _int_value,

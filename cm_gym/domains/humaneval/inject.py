@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cm_gym.domains.base import LoadReport
-from cm_gym.domains.code.mutations import Mutation
+from cm_gym.domains.code.edits import Mutation
 from cm_gym.domains.humaneval.families import FAMILIES, all_mutations, kind_family
 from cm_gym.evaluators.testrun import TestSuite
 from cm_gym.evaluators.worker import Worker

@@ -27,14 +27,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.paths import cache_dir, data_root
+from cm_gym.core.types import CmGymError, Task
 from cm_gym.domains.base import LoadReport, refused_message, source_digest
 from cm_gym.domains.code.program import program_features
 from cm_gym.domains.humaneval.checks import convert_check
 from cm_gym.domains.humaneval.families import docstring_of, shape_features
 from cm_gym.domains.humaneval.inject import InjectedBug, Injector
 from cm_gym.evaluators.testrun import TestSuite
-from cm_gym.paths import cache_dir, data_root
-from cm_gym.types import CmGymError, Task
 
 logger = logging.getLogger(__name__)
 PER_TEST_TIMEOUT = 3.0

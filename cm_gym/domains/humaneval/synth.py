@@ -31,14 +31,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Distillation, ErrorModel, ErrorOperator, LoadReport, PredicateFn
 from cm_gym.domains.code.program import program_features
 from cm_gym.domains.humaneval.domain import HumanEvalDomain, distil_fix
+from cm_gym.domains.humaneval.errormodel import transfer_contrast
 from cm_gym.domains.humaneval.families import CUES, docstring_of, shape_features
 from cm_gym.domains.humaneval.loader import humaneval_file, vetted_problems
-from cm_gym.domains.humaneval.model import transfer_contrast
 from cm_gym.evaluators.testrun import TestSuite
-from cm_gym.types import Task
 
 DOMAIN = "humaneval_synth"
 #: chance that a draft carries each of the problem's vetted HumanEvalFix-class bugs (module doc)

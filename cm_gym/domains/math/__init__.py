@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import LoadReport
 from cm_gym.domains.math.domain import MathDomain
-from cm_gym.registry import register_benchmark
-from cm_gym.types import Task
+from cm_gym.domains.registry import register_benchmark
 
 __all__ = ["MathDomain", "load_minif2f_tasks"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cm_gym.types import CmGymError
+from cm_gym.core.types import CmGymError
 
 
 class CoqSyntaxError(CmGymError):

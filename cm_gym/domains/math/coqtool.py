@@ -15,9 +15,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from cm_gym.core.types import CmGymError
 from cm_gym.evaluators.sandbox import ToolNotFoundError
 from cm_gym.evaluators.tools import find_tool
-from cm_gym.types import CmGymError
 
 logger = logging.getLogger(__name__)
 

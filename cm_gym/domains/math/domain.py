@@ -6,16 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from cm_gym.core.types import Evaluator, Task
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
 from cm_gym.domains.math import reply
+from cm_gym.domains.math.conditions import PREDICATES, contrast_key, distil_script, transfer
 from cm_gym.domains.math.edits import math_edit_operators
 from cm_gym.domains.math.errormodel import math_error_model
 from cm_gym.domains.math.lines import split_lines
 from cm_gym.domains.math.proofs import read_table
-from cm_gym.domains.math.records import PREDICATES, contrast_key, distil_script, transfer
 from cm_gym.domains.math.script import extract_proof
 from cm_gym.domains.reply import ReplyFormat
-from cm_gym.types import Evaluator, Task
 
 
 class MathDomain(Domain):

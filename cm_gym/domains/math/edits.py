@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Edit
 from cm_gym.domains.math.lines import (
     LEAN_LEMMAS,
@@ -31,7 +32,6 @@ from cm_gym.domains.math.lines import (
     with_body,
     with_selector,
 )
-from cm_gym.types import Task
 
 MAX_EDITS = 24
 Add = Callable[[ScriptLines, str, str], None]

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import ErrorModel, ErrorOperator
 from cm_gym.domains.math.lines import (
     LEAN_LEMMAS,
@@ -36,7 +37,6 @@ from cm_gym.domains.math.lines import (
     with_body,
     with_selector,
 )
-from cm_gym.types import Task
 
 #: what a model writes instead of the right procedure (by the right one)
 CONFUSIONS = {

@@ -39,6 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.paths import cache_dir
+from cm_gym.core.types import TRUNCATION, Action, AgentState, Outcome, Task, truncate
 from cm_gym.domains.math.checker import FILENAME, CoqVerdict, StatementLibraryError, build_plan, read_verdict
 from cm_gym.domains.math.coqtool import CoqInstall, LibraryError, coq_install, find_coqc
 from cm_gym.domains.math.script import ProofScript, ScriptError, parse_script
@@ -48,8 +50,6 @@ from cm_gym.evaluators.budgets import CPU_SECONDS, budget_details, infrastructur
 from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxError, SandboxResult
 from cm_gym.evaluators.verdicts import outcome_from_json as _outcome_from
 from cm_gym.evaluators.verdicts import outcome_to_json as _outcome_to
-from cm_gym.paths import cache_dir
-from cm_gym.types import TRUNCATION, Action, AgentState, Outcome, Task, truncate
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cm_gym.types import Task
+from cm_gym.core.types import Task
 
 HOSTILE_STATEMENT = "Require Import Arith.\n\nTheorem hostile_target : forall n : nat, n + 0 = n.\n"
 HOSTILE_REFERENCE = "Require Import Lia.\nintros.\nlia."

@@ -9,7 +9,7 @@ others (listed in `report.dropped` with the portfolio's reason); ``False`` keeps
 that parses (for real LLMs, which need no reference — one that does not load with the standard
 library is then scored 0 with status "error" by the world model). A file that is not one vetted
 statement is refused: listed in `report.refused` when a `LoadReport` is passed, else one error
-listing every such file (the data-root contract of `cm_gym.registry`). Loading needs no Coq.
+listing every such file (the data-root contract of `cm_gym.domains.registry`). Loading needs no Coq.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ import functools
 import logging
 from pathlib import Path
 
+from cm_gym.core.paths import data_root
+from cm_gym.core.types import CmGymError, Task
 from cm_gym.domains.base import LoadReport, refused_message
 from cm_gym.domains.math.features import family_of, statement_features
 from cm_gym.domains.math.proofs import read_table
 from cm_gym.domains.math.statement import Statement, StatementError, parse_statement
-from cm_gym.paths import data_root
-from cm_gym.types import CmGymError, Task
 
 logger = logging.getLogger(__name__)
 

@@ -27,14 +27,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cm_gym.core.paths import cache_dir
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.math.checker import FILENAME
 from cm_gym.domains.math.evaluator import MathEvaluator
 from cm_gym.domains.math.proofs import TABLE_PATH, write_table, wrong_procedure_rates
 from cm_gym.domains.math.script import parse_script, tactic_body
 from cm_gym.domains.math.statement import Statement, statement_of
 from cm_gym.evaluators.sandbox import Limits
-from cm_gym.paths import cache_dir
-from cm_gym.types import Action, AgentState, Task
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     evaluator = MathEvaluator()
     search = PortfolioSearch(evaluator, per_try_s=args.per_try)
     t0 = time.perf_counter()
-    from cm_gym.progress import progress_bar
+    from cm_gym.core.progress import progress_bar
 
     with progress_bar(len(tasks), "portfolio", "thm") as bar:
         results = search.run(tasks, statements, workers=args.workers, progress=lambda r: bar.update(1))

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cm_gym.core.types import CmGymError
 from cm_gym.domains.math.coqlex import (
     CoqSyntaxError,
     Sentence,
@@ -39,7 +40,6 @@ from cm_gym.domains.math.coqlex import (
     strip_comments,
     words,
 )
-from cm_gym.types import CmGymError
 
 MAX_SCRIPT_CHARS = 8_000
 MAX_SENTENCES = 120

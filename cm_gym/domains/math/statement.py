@@ -14,6 +14,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
+from cm_gym.core.types import CmGymError, Task
 from cm_gym.domains.math.coqlex import (
     CoqSyntaxError,
     Sentence,
@@ -22,7 +23,6 @@ from cm_gym.domains.math.coqlex import (
     strip_comments,
     words,
 )
-from cm_gym.types import CmGymError, Task
 
 THEOREM_WORDS = ("Theorem", "Lemma", "Example", "Corollary", "Proposition", "Fact", "Remark")
 DECLARE_WORDS = ("Axiom", "Axioms", "Parameter", "Parameters", "Variable", "Variables", "Hypothesis",

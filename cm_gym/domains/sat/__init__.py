@@ -4,10 +4,10 @@ configurations on SATLIB DIMACS instances under ``data_root()/"sat"``, or any DI
 
 from __future__ import annotations
 
+from cm_gym.domains.registry import register_benchmark
 from cm_gym.domains.sat.domain import SatDomain
-from cm_gym.domains.sat.generate import generate_encoding_tasks
-from cm_gym.domains.sat.satlib import load_satlib_tasks
-from cm_gym.registry import register_benchmark
+from cm_gym.domains.sat.generated import generate_encoding_tasks
+from cm_gym.domains.sat.loader import load_satlib_tasks
 
 __all__ = ["SatDomain", "generate_encoding_tasks", "load_satlib_tasks"]
 

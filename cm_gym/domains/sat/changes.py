@@ -27,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.types import Task
 from cm_gym.domains.environment import (
     CHANGE_META,
     ChangeFamily,
@@ -36,7 +37,6 @@ from cm_gym.domains.environment import (
     halve_allowance,
     touched_envs,
 )
-from cm_gym.types import Task
 
 
 def _tool_version() -> str:
@@ -72,7 +72,7 @@ _REQUIREMENTS = {
 
 
 def _requirement(tasks: Sequence[Task], folder: Path, seed: int) -> tuple[list[Task], EnvChange]:
-    from cm_gym.domains.sat.generate import make_encoding_task
+    from cm_gym.domains.sat.generated import make_encoding_task
 
     out: list[Task] = []
     rewritten: list[str] = []

@@ -12,9 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Distillation, PredicateFn, described
 from cm_gym.domains.sat.edits import config_values, contrast_parts, is_config
-from cm_gym.types import Task
 
 
 def _num(value: Any) -> float | None:

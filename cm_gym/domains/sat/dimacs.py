@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cm_gym.core.paths import DataFileError, read_data_file
 from cm_gym.domains.sat.errors import DimacsError
-from cm_gym.paths import DataFileError, read_data_file
 
 MAX_FILE_BYTES = 20_000_000
 MAX_VARS = 2_000_000

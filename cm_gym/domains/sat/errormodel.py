@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import ErrorModel, ErrorOperator
 from cm_gym.domains.sat.edits import config_values, is_config, set_config_value
-from cm_gym.types import Task
 
 Apply = Callable[[Task, str, np.random.Generator], str | None]
 

@@ -25,6 +25,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
+from cm_gym.core.types import CmGymError, Outcome, Task
 from cm_gym.domains.isolated import IsolatedChecks, IsolatedEvaluator
 from cm_gym.domains.sat.dimacs import cached_cnf
 from cm_gym.domains.sat.encoding import CompiledEncoding, compile_encoding
@@ -39,7 +40,6 @@ from cm_gym.domains.sat.solver import (
     solve,
 )
 from cm_gym.evaluators.budgets import SAT_CONFLICTS, budget_details
-from cm_gym.types import CmGymError, Outcome, Task
 
 logger = logging.getLogger(__name__)
 

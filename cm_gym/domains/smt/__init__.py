@@ -4,10 +4,10 @@ default, any folder of ``.smt2`` files in any logic with ``--data DIR`` / ``gym.
 
 from __future__ import annotations
 
+from cm_gym.domains.registry import register_benchmark
 from cm_gym.domains.smt.domain import SmtDomain
-from cm_gym.domains.smt.generate import generate_smt_tasks
+from cm_gym.domains.smt.generated import generate_smt_tasks
 from cm_gym.domains.smt.loader import load_smtlib_tasks
-from cm_gym.registry import register_benchmark
 
 __all__ = ["SmtDomain", "generate_smt_tasks", "load_smtlib_tasks"]
 

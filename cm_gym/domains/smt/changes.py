@@ -27,6 +27,7 @@ from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Edit
 from cm_gym.domains.environment import (
     CHANGE_META,
@@ -37,7 +38,6 @@ from cm_gym.domains.environment import (
     halve_allowance,
     touched_envs,
 )
-from cm_gym.types import Task
 
 
 def environment_version(name: str, task: Task) -> str:
@@ -60,7 +60,7 @@ def _verdict(script: str) -> str:
 
 
 def _remake(task: Task, problem: object, note: object) -> Task:
-    from cm_gym.domains.smt.generate import make_smt_task
+    from cm_gym.domains.smt.generated import make_smt_task
 
     made = make_smt_task(task.task_id, problem)  # type: ignore[arg-type]
     expected = _verdict(made.reference)

@@ -12,9 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Distillation, PredicateFn, described
 from cm_gym.domains.smt.edits import config_values, contrast_parts, is_config
-from cm_gym.types import Task
 
 INCLUSIVE = ("at least", "no less than", "at most", "no more than", "no later than")
 STRICT = ("more than", "exceeds", "less than", "below", "before")

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
 from cm_gym.domains.reply import ReplyFormat
 from cm_gym.domains.smt import conditions, edits, errormodel, reply
 from cm_gym.domains.smt.evaluator import SmtEvaluator
-from cm_gym.types import Task
 
 
 class SmtDomain(Domain):

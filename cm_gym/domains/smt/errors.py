@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cm_gym.types import CmGymError
+from cm_gym.core.types import CmGymError
 
 
 class SmtError(CmGymError):

@@ -19,6 +19,7 @@ from typing import Any
 
 import z3
 
+from cm_gym.core.types import CmGymError, Outcome, Task
 from cm_gym.domains.isolated import IsolatedChecks, IsolatedEvaluator
 from cm_gym.domains.smt.errors import ScriptRefused, SmtConfigError, SmtConfigRefused
 from cm_gym.domains.smt.modelcheck import MODEL_CHECK_RLIMIT, decide_model
@@ -35,7 +36,6 @@ from cm_gym.domains.smt.solver import (
     run,
 )
 from cm_gym.evaluators.budgets import Z3_RLIMIT, budget_details
-from cm_gym.types import CmGymError, Outcome, Task
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cm_gym.core.types import Task
 from cm_gym.domains.smt.problems import Problem
-from cm_gym.types import Task
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ BENCHMARKS: tuple[Hostile, ...] = (
 
 def hostile_task() -> Task:
     """An encoding task the scripts are submitted against (one bit-vector variable)."""
-    from cm_gym.domains.smt.generate import make_smt_task
+    from cm_gym.domains.smt.generated import make_smt_task
 
     problem = Problem("bitvector", (("x", "BV8"),), (("(bvugt x #x07)", "x is above 7"),), "sat", "QF_BV")
     return make_smt_task("smt-hostile", problem)

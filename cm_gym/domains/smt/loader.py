@@ -30,6 +30,8 @@ from typing import Any
 
 import z3
 
+from cm_gym.core.paths import data_root
+from cm_gym.core.types import Task
 from cm_gym.domains.base import LoadReport, refused_message
 from cm_gym.domains.calibration import (
     Calibration,
@@ -45,8 +47,6 @@ from cm_gym.domains.smt.evaluator import CPU_LIMIT_S
 from cm_gym.domains.smt.logics import is_logic_name
 from cm_gym.domains.smt.smtlib import SmtFile, parse_smtlib, read_smtlib_text
 from cm_gym.domains.smt.solver import MAX_RLIMIT, SmtConfig
-from cm_gym.paths import data_root
-from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
 

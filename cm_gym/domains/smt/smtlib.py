@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from cm_gym.core.paths import DataFileError, read_data_file
 from cm_gym.domains.smt.errors import SexprError, SmtLibError
 from cm_gym.domains.smt.sexpr import Sexpr, atoms, parse_sexprs
-from cm_gym.paths import DataFileError, read_data_file
 
 MAX_FILE_BYTES = 2_000_000
 STATUSES = ("sat", "unsat", "unknown")

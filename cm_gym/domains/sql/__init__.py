@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import LoadReport
+from cm_gym.domains.registry import register_benchmark
 from cm_gym.domains.sql.domain import SQLDomain
-from cm_gym.registry import register_benchmark
-from cm_gym.types import Task
 
 __all__ = ["SQLDomain", "load_generated_tasks", "load_spider_tasks"]
 
@@ -27,7 +27,7 @@ def load_spider_tasks(
 ) -> list[Task]:
     """Tasks of a Spider-layout folder (default ``data_root()/"spider"``); `report` collects the
     refused files and entries instead of raising."""
-    from cm_gym.domains.sql.spider import load_tasks
+    from cm_gym.domains.sql.loader import load_tasks
 
     return load_tasks(root=root, files=files, report=report)
 

@@ -39,12 +39,12 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Edit
 from cm_gym.domains.environment import ChangeFamily, EnvChange, EnvironmentChangeError
 from cm_gym.domains.sql import sqlast
 from cm_gym.domains.sql.features import task_features
 from cm_gym.domains.sql.schema import Column, Schema, connect_ro, introspect, type_class
-from cm_gym.types import Task
 
 _NUMERIC = ("integer", "real", "number")
 

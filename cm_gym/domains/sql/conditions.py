@@ -28,10 +28,10 @@ import json
 import re
 from collections.abc import Callable, Mapping
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import PredicateFn
 from cm_gym.domains.sql import wording
 from cm_gym.domains.sql.schema import type_class
-from cm_gym.types import Task
 
 _TABLE_LINE = re.compile(r"^\s*([\w$]+)\((.*)\)\s*$")
 

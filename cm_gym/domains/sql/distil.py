@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 import re
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Distillation
 from cm_gym.domains.sql import conditions, contrast, sqlast, wording
 from cm_gym.domains.sql.edits import Change
-from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
 from cm_gym.domains.reply import ReplyFormat
 from cm_gym.domains.sql.conditions import PREDICATES
 from cm_gym.domains.sql.evaluator import SQLEvaluator
 from cm_gym.domains.sql.reply import find_query
-from cm_gym.types import Task
 
 
 class SQLDomain(Domain):
@@ -77,7 +77,7 @@ class SQLDomain(Domain):
         return edit_kind(a_minus, a_plus) or super().edit_kind(a_minus, a_plus)
 
     def error_model(self) -> ErrorModel:
-        from cm_gym.domains.sql.errors import error_model
+        from cm_gym.domains.sql.errormodel import error_model
 
         return error_model()
 

@@ -1,9 +1,9 @@
 """SQL error models of the simulator's *fitted profiles* (``llm="simulated:<profile>"``).
 
-A profile keeps the default model's nine slips (`cm_gym.domains.sql.errors`), each where it can
+A profile keeps the default model's nine slips (`cm_gym.domains.sql.errormodel`), each where it can
 occur and with its wording-dependent shape, scaled to a fitted rate, and adds the slips real
 systems make that the default lacks (each measured on the published Spider predictions by
-`cm_gym.analysis.real_errors`; the fitted rates live in the profile files under
+`cm_gym.studies.analysis.real_errors`; the fitted rates live in the profile files under
 ``cm_gym/llm/profiles/``, never here):
 
 * ``extra_column`` — one more column in the select list (the ORDER BY or GROUP BY expression
@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
+from cm_gym.core.types import Task
 from cm_gym.domains.base import ErrorModel, ErrorOperator
 from cm_gym.domains.sql import sqlast
-from cm_gym.domains.sql.errors import SQLErrorRates, error_model
-from cm_gym.types import Task
+from cm_gym.domains.sql.errormodel import SQLErrorRates, error_model
 
 MAX_P = 0.95
 _DEFAULT = SQLErrorRates()
@@ -343,7 +343,7 @@ ADDED: dict[str, tuple[Callable[[dict[str, Any]], bool], Apply]] = {
     "unknown_column": (lambda s: bool(s.get("select")), unknown_column),
 }
 OPERATORS: tuple[str, ...] = (*DEFAULT_PEAK, *ADDED)
-#: the sub-kind (`cm_gym.analysis.real_errors_sql`) each slip produces: what the fit matches
+#: the sub-kind (`cm_gym.studies.analysis.real_errors_sql`) each slip produces: what the fit matches
 TARGETS: dict[str, str] = {
     "inclusive_to_strict": "predicate:changed",
     "strict_to_inclusive": "predicate:changed",

@@ -29,12 +29,12 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from cm_gym.core.types import TRUNCATION, Action, AgentState, Outcome, truncate
 from cm_gym.domains.sql._engine import MAX_QUERY_CHARS, Engine
 from cm_gym.domains.sql.compare import Comparison, Result, compare
 from cm_gym.domains.sql.vetting import vet
 from cm_gym.evaluators.budgets import SQLITE_STEPS, budget_details, infrastructure
 from cm_gym.evaluators.worker import Worker
-from cm_gym.types import TRUNCATION, Action, AgentState, Outcome, truncate
 
 logger = logging.getLogger(__name__)
 

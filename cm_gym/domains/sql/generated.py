@@ -19,12 +19,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.paths import cache_dir
+from cm_gym.core.types import Task
 from cm_gym.domains.sql import families, schemas, sqlast
 from cm_gym.domains.sql.compare import Result, compare
 from cm_gym.domains.sql.features import task_features
 from cm_gym.domains.sql.schema import Schema, introspect
-from cm_gym.paths import cache_dir
-from cm_gym.types import Task
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cm_gym.types import TRUNCATION, CmGymError, truncate
+from cm_gym.core.types import TRUNCATION, CmGymError, truncate
 
 
 class SQLDataError(CmGymError):

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.paths import cache_dir
 from cm_gym.domains.sql.schema import SQLDataError
-from cm_gym.paths import cache_dir
 
 logger = logging.getLogger(__name__)
 

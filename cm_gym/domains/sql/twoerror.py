@@ -16,11 +16,11 @@ from __future__ import annotations
 import random
 import sqlite3
 
+from cm_gym.core.types import Task
 from cm_gym.domains.sql import families, schemas, sqlast
 from cm_gym.domains.sql.features import task_features
 from cm_gym.domains.sql.generated import load_tasks
 from cm_gym.domains.sql.schema import introspect
-from cm_gym.types import Task
 
 PREFIX = "sqltwo"
 

@@ -14,7 +14,7 @@ __all__ = ["RangesDomain", "load_tasks", "register"]
 
 def register() -> None:
     """Register the "Ranges" benchmark (called once by cm_gym's plugin loader)."""
-    from cm_gym.registry import register_benchmark
+    from cm_gym.domains.registry import register_benchmark
 
     register_benchmark(
         "Ranges",

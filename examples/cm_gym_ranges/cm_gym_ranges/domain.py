@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, ErrorOperator, PredicateFn
-from cm_gym.types import Action, AgentState, Outcome, Task
 
 MAX_LENGTH = 10_000
 _CALL = re.compile(r"\s*range\(\s*(-?\d{1,7})\s*,\s*(-?\d{1,7})\s*(?:,\s*(-?\d{1,7})\s*)?\)\s*")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from cm_gym.types import Task
+from cm_gym.core.types import Task
 
 #: (family, prompt template, reference template, features)
 FAMILIES = (

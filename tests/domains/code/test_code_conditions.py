@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
+from cm_gym.core.types import Task
 from cm_gym.domains.code.domain import CodeDomain
 from cm_gym.domains.code.generated import load_generated_tasks
-from cm_gym.memory.conditions import parse_condition
-from cm_gym.types import Task
+from cm_gym.domains.conditions import parse_condition
 
 
 @pytest.fixture(scope="module")

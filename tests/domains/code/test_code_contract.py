@@ -13,11 +13,11 @@ import pytest
 
 import cm_gym
 from cm_gym.agent import BaseAgent, RecordView
+from cm_gym.core.types import AgentState, Task
 from cm_gym.domains.code.domain import CodeDomain
 from cm_gym.domains.code.evaluator import CodeEvaluator
+from cm_gym.domains.registry import get_benchmark, get_domain
 from cm_gym.llm.base import DRAFT_ACTION, REFLECT, REVISE_WITH_RECORD, Completion
-from cm_gym.registry import get_benchmark, get_domain
-from cm_gym.types import AgentState, Task
 
 
 class FakeLLM:
@@ -49,7 +49,7 @@ class FakeLLM:
 
 @pytest.fixture(scope="module")
 def tasks() -> list[Task]:
-    return cm_gym.registry.get_benchmark("Code").load_tasks()
+    return cm_gym.domains.registry.get_benchmark("Code").load_tasks()
 
 
 def test_benchmarks_are_registered_plugins() -> None:

@@ -8,11 +8,11 @@ import dataclasses
 import numpy as np
 import pytest
 
+from cm_gym.core.types import Task
 from cm_gym.domains.code.bugclass import bug_class_of
 from cm_gym.domains.code.domain import CodeDomain
+from cm_gym.domains.code.edits import enumerate_mutations, mutations_between, normalise
 from cm_gym.domains.code.generated import load_generated_tasks
-from cm_gym.domains.code.mutations import enumerate_mutations, mutations_between, normalise
-from cm_gym.types import Task
 
 BELOW = "def count_below(xs, t):\n    count = 0\n    for x in xs:\n        if x < t:\n            count += 1\n    return count\n"
 

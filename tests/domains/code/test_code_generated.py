@@ -8,10 +8,10 @@ import json
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.code.evaluator import DEFAULT_LIMITS, CodeEvaluator
 from cm_gym.domains.code.generated import DATA_FILE, _load, load_generated_tasks, parse_templates
 from cm_gym.evaluators.testrun import TestSuite, decode
-from cm_gym.types import Action, AgentState, Task
 
 
 @pytest.fixture(scope="module")

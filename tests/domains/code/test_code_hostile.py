@@ -7,12 +7,12 @@ import os
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState
 from cm_gym.domains.code.evaluator import CodeEvaluator
 from cm_gym.domains.code.hostile import CORPUS, HostilePatch, hostile_task
 from cm_gym.domains.code.hostile_check import available_layers, check_patch
 from cm_gym.domains.code.hostile_forgery import FORGERY
 from cm_gym.evaluators.sandbox import Limits
-from cm_gym.types import Action, AgentState
 
 LIMITS = Limits(wall_s=4.0, cpu_s=4.0, memory_mb=256, max_procs=16, max_file_mb=4)
 #: patches that run into a timeout (about a second each): still in the default run

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.code.evaluator import CodeEvaluator
-from cm_gym.domains.code.quixbugs import load_quixbugs_tasks
-from cm_gym.types import Action, AgentState, Task
+from cm_gym.domains.code.loader import load_quixbugs_tasks
 
 pytestmark = pytest.mark.data
 

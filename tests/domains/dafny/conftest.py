@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Task
 from cm_gym.domains.dafny.evaluator import DafnyEvaluator
 from cm_gym.domains.dafny.loader import load_dafny_tasks
 from cm_gym.evaluators.sandbox import ToolNotFoundError
-from cm_gym.types import Task
 
 
 @pytest.fixture(scope="session")

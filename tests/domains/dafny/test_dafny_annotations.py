@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from cm_gym.core.types import Task
 from cm_gym.domains.dafny.annotations import (
     AnnotationError,
     extract_annotations,
@@ -12,7 +13,6 @@ from cm_gym.domains.dafny.annotations import (
     replace_annotation,
 )
 from cm_gym.domains.dafny.hostile import SUM
-from cm_gym.types import Task
 
 PROGRAM = SUM  # the hints-removed Sum program of the probe corpus
 ANNOTATED = PROGRAM.replace(
@@ -192,9 +192,9 @@ def test_lemma_calls_move_back_into_the_assert_by_the_hint_removal_split() -> No
 def test_the_accepted_shapes_verify_with_dafny_and_the_hint_free_program_does_not() -> None:
     import os
 
+    from cm_gym.core.types import Action, AgentState
     from cm_gym.domains.dafny.evaluator import DafnyEvaluator
     from cm_gym.evaluators.sandbox import ToolNotFoundError
-    from cm_gym.types import Action, AgentState
 
     try:
         evaluator = DafnyEvaluator(cache=None)

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.dafny.domain import DafnyDomain
 from cm_gym.domains.dafny.evaluator import DafnyEvaluator
 from cm_gym.domains.dafny.slips import weak_bound
 from cm_gym.evaluators.sandbox import ToolNotFoundError
-from cm_gym.types import Action, AgentState, Task
 from tests.domains.dafny.conftest import by_file
 
 pytestmark = [pytest.mark.dafny, pytest.mark.data]

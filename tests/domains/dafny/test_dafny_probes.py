@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.dafny.annotations import AnnotationError, extract_annotations
 from cm_gym.domains.dafny.hostile import AFTER_LOOP, PROBES, SUM, after_loop
 from cm_gym.domains.dafny.tokens import tokenize
-from cm_gym.types import Action, AgentState, Task
 
 
 @pytest.mark.parametrize(("name", "kind", "program", "action"), PROBES, ids=[p[0] for p in PROBES])

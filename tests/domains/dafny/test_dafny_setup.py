@@ -8,11 +8,11 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
+from cm_gym.core.types import CmGymError, Task
 from cm_gym.domains.dafny.domain import DafnyDomain
 from cm_gym.domains.dafny.verifier import find_dafny, parse_output
+from cm_gym.domains.registry import get_benchmark, get_domain
 from cm_gym.evaluators.sandbox import ToolNotFoundError
-from cm_gym.registry import get_benchmark, get_domain
-from cm_gym.types import CmGymError, Task
 
 TRACE = """Verifying CheckWellformed$$_module.__default.sorted ...
   [0.455 s, 7 proof obligations]  verified

@@ -10,6 +10,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from cm_gym.core.types import Task
+from cm_gym.domains.conditions import parse_condition
 from cm_gym.domains.dafny.annotations import extract_annotations
 from cm_gym.domains.dafny.domain import DafnyDomain
 from cm_gym.domains.dafny.program import loops
@@ -22,8 +24,6 @@ from cm_gym.domains.dafny.slips import (
     strict_index_loop,
     weak_bound,
 )
-from cm_gym.memory.conditions import parse_condition
-from cm_gym.types import Task
 from tests.domains.dafny.conftest import by_file
 
 pytestmark = pytest.mark.data

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from cm_gym.agent import BaseAgent
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.dafny.domain import DafnyDomain
 from cm_gym.domains.dafny.evaluator import DafnyEvaluator
-from cm_gym.types import Action, AgentState, Outcome, Task
 from tests.domains.dafny.conftest import by_file
 
 pytestmark = [pytest.mark.dafny, pytest.mark.data]

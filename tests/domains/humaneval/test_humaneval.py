@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.base import LoadReport
+from cm_gym.domains.conditions import parse_condition
 from cm_gym.domains.humaneval.checks import convert_check
 from cm_gym.domains.humaneval.domain import HumanEvalDomain, distil_fix
 from cm_gym.domains.humaneval.families import all_mutations, between, kind_family, shape_features
 from cm_gym.domains.humaneval.loader import HumanEvalLayoutError, load_humaneval_tasks
 from cm_gym.evaluators.testrun import decode
-from cm_gym.memory.conditions import parse_condition
-from cm_gym.types import Action, AgentState, Task
 
 CHECK = """
 METADATA = {}

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState
 from cm_gym.domains.base import LoadReport
 from cm_gym.domains.humaneval.domain import HumanEvalDomain
 from cm_gym.domains.humaneval.inject import InjectedBug
 from cm_gym.domains.humaneval.loader import REFERENCE_MODULE, _suite, _task, humaneval_file, read_problems
-from cm_gym.types import Action, AgentState
 
 pytestmark = pytest.mark.data
 _WRAPPERS = ("bool", "tuple", "list", "sorted", "set")

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState
 from cm_gym.domains.base import LoadReport
+from cm_gym.domains.conditions import parse_condition
 from cm_gym.domains.humaneval.synth import SLIP_PROBABILITY, HumanEvalSynthDomain, load_synth_tasks
 from cm_gym.llm.recordings import load_recordings
 from cm_gym.llm.simulated import SimulatedLLM
-from cm_gym.memory.conditions import parse_condition
-from cm_gym.types import Action, AgentState
 
 ROWS = [
     {"task_id": "T/0", "entry_point": "count_below",

@@ -7,11 +7,11 @@ import os
 
 import pytest
 
+from cm_gym.core.types import Task
 from cm_gym.domains.math.evaluator import MathEvaluator
 from cm_gym.domains.math.features import statement_features
 from cm_gym.domains.math.statement import parse_statement
 from cm_gym.evaluators.sandbox import Limits, ToolNotFoundError
-from cm_gym.types import Task
 
 #: the CPU-time budget is the limit (issue 25); wall clock is only a hang guard, far above it
 TEST_LIMITS = Limits(

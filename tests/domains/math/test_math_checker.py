@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState
 from cm_gym.domains.math.evaluator import MathEvaluator
-from cm_gym.types import Action, AgentState
 from tests.domains.math.conftest import make_evaluator, synthetic_task
 
 pytestmark = pytest.mark.coq

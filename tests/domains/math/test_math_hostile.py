@@ -11,9 +11,9 @@ import time
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState
 from cm_gym.domains.math.evaluator import MathEvaluator
 from cm_gym.domains.math.hostile import CORPUS, HostileScript, hostile_task
-from cm_gym.types import Action, AgentState
 from tests.domains.math.conftest import TEST_LIMITS, make_evaluator
 
 pytestmark = pytest.mark.coq

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from cm_gym.core.types import Task
+from cm_gym.domains.conditions import parse_condition
 from cm_gym.domains.math.domain import MathDomain
 from cm_gym.domains.math.errormodel import math_error_model, procedure_class
 from cm_gym.domains.math.features import statement_features
 from cm_gym.domains.math.statement import parse_statement
-from cm_gym.memory.conditions import parse_condition
-from cm_gym.registry import get_benchmark, get_domain
-from cm_gym.types import Task
+from cm_gym.domains.registry import get_benchmark, get_domain
 
 DOMAIN = MathDomain()
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState
 from cm_gym.domains.math import portfolio
 from cm_gym.domains.math.evaluator import MathEvaluator
 from cm_gym.domains.math.hostile import hostile_task
 from cm_gym.domains.math.loader import load_minif2f_tasks
 from cm_gym.domains.math.statement import statement_of
-from cm_gym.types import Action, AgentState
 
 pytestmark = pytest.mark.coq
 

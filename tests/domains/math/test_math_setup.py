@@ -8,10 +8,10 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
+from cm_gym.core.types import CmGymError
 from cm_gym.domains.math.coqtool import find_coqc
 from cm_gym.domains.math.domain import MathDomain
 from cm_gym.evaluators.sandbox import ToolNotFoundError
-from cm_gym.types import CmGymError
 
 
 def test_missing_coqc_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -86,7 +86,7 @@ def test_a_data_folder_keeps_references_only_for_the_statements_they_were_checke
 ) -> None:
     from cm_gym.domains.base import LoadReport
     from cm_gym.domains.math.loader import MiniF2FLayoutError
-    from cm_gym.registry import DataRootError, get_benchmark
+    from cm_gym.domains.registry import DataRootError, get_benchmark
 
     proved = load_minif2f_tasks(shared_data)[:2]
     for t in proved:

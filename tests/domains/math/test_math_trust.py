@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cm_gym.core.types import Action, AgentState
 from cm_gym.domains.math.assumptions import (
     Assumption,
     judge_assumptions,
@@ -28,7 +29,6 @@ from cm_gym.domains.math.hostile import CORPUS, hostile_task
 from cm_gym.domains.math.statement import parse_statement
 from cm_gym.domains.math.trust import ALLOWED_AXIOMS, allowed_libraries
 from cm_gym.evaluators.sandbox import ToolNotFoundError
-from cm_gym.types import Action, AgentState
 from tests.domains.math.conftest import make_evaluator, synthetic_task
 
 REALS_ANSWER = """Axioms:

@@ -8,11 +8,11 @@ import collections
 import numpy as np
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.sat.domain import SatDomain
 from cm_gym.domains.sat.evaluator import SatEvaluator
-from cm_gym.domains.sat.generate import generate_encoding_tasks, make_encoding_task
+from cm_gym.domains.sat.generated import generate_encoding_tasks, make_encoding_task
 from cm_gym.domains.sat.problems import family
-from cm_gym.types import Action, AgentState, Outcome, Task
 
 
 @pytest.fixture(scope="module")

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState, check_all
 from cm_gym.domains.base import LoadReport
-from cm_gym.domains.sat import satlib
+from cm_gym.domains.sat import loader as satlib
 from cm_gym.domains.sat.dimacs import parse_dimacs, read_dimacs
 from cm_gym.domains.sat.errors import DimacsError
 from cm_gym.domains.sat.evaluator import SatEvaluator
-from cm_gym.domains.sat.satlib import load_satlib_tasks
+from cm_gym.domains.sat.loader import load_satlib_tasks
 from cm_gym.domains.sat.solver import SolverConfig, solve
-from cm_gym.types import Action, AgentState, check_all
 
 # pigeonhole: 4 pigeons into 3 holes (UNSAT, needs a few conflicts), and a satisfiable formula
 PHP43 = "p cnf 12 22\n1 2 3 0\n4 5 6 0\n7 8 9 0\n10 11 12 0\n" + "".join(

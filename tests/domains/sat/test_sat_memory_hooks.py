@@ -8,13 +8,13 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from cm_gym.core.types import Task
+from cm_gym.domains.conditions import parse_condition
 from cm_gym.domains.sat.domain import SatDomain
 from cm_gym.domains.sat.edits import config_values
 from cm_gym.domains.sat.encoding import compile_encoding
-from cm_gym.domains.sat.generate import generate_encoding_tasks, make_encoding_task
+from cm_gym.domains.sat.generated import generate_encoding_tasks, make_encoding_task
 from cm_gym.domains.sat.problems import family
-from cm_gym.memory.conditions import parse_condition
-from cm_gym.types import Task
 
 DOMAIN = SatDomain()
 TASKS = generate_encoding_tasks(0)

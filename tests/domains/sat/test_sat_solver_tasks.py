@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.sat.dimacs import parse_dimacs, read_dimacs
 from cm_gym.domains.sat.errors import DimacsError
 from cm_gym.domains.sat.evaluator import SatEvaluator
-from cm_gym.domains.sat.satlib import FAMILIES, load_satlib_tasks
+from cm_gym.domains.sat.loader import FAMILIES, load_satlib_tasks
 from cm_gym.domains.sat.solver import SolverConfig, parse_config
-from cm_gym.types import Action, AgentState, Outcome, Task
 
 # (x1 or x2) and (not x1 or x2) and (x1 or not x2)  -> only x1 = x2 = true
 SAT_CNF = "c tiny\nc second comment\np cnf 2 3\n1 2 0\n-1 2 0\n1 -2\n0\n%\n0\n"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import z3
 
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.base import LoadReport
 from cm_gym.domains.smt import loader
 from cm_gym.domains.smt.errors import SmtConfigError, SmtLibError
@@ -18,7 +19,6 @@ from cm_gym.domains.smt.logics import is_logic_name, solver_logic
 from cm_gym.domains.smt.modelcheck import decide_model
 from cm_gym.domains.smt.smtlib import parse_smtlib
 from cm_gym.domains.smt.solver import SmtConfig, parse_config, run
-from cm_gym.types import Action, AgentState, Outcome, Task
 
 # A quantified benchmark whose model leaves a closed quantified formula after evaluation: the
 # universe of S has exactly two elements (a, b distinct and everything equal to one of them).

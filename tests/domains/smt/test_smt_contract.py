@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from cm_gym.agent import BaseAgent, RecordView
+from cm_gym.core.types import AgentState, Task
+from cm_gym.domains.registry import get_benchmark, get_domain
 from cm_gym.llm.base import DRAFT_ACTION, REFLECT, REVISE_WITH_RECORD, Completion
-from cm_gym.registry import get_benchmark, get_domain
-from cm_gym.types import AgentState, Task
 
 
 def slip(task: Task) -> str:

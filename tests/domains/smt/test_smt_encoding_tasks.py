@@ -9,11 +9,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.smt.domain import SmtDomain
 from cm_gym.domains.smt.evaluator import SmtEvaluator
-from cm_gym.domains.smt.generate import generate_smt_tasks
+from cm_gym.domains.smt.generated import generate_smt_tasks
 from cm_gym.domains.smt.problems import Problem, check_model, evaluate, parse_term
-from cm_gym.types import Action, AgentState, Outcome, Task
 
 TASKS = generate_smt_tasks(0)
 EV = SmtEvaluator()

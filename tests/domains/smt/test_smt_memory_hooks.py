@@ -8,12 +8,12 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from cm_gym.core.types import Task
+from cm_gym.domains.conditions import parse_condition
 from cm_gym.domains.smt.domain import SmtDomain
 from cm_gym.domains.smt.edits import config_values
-from cm_gym.domains.smt.generate import generate_smt_tasks
+from cm_gym.domains.smt.generated import generate_smt_tasks
 from cm_gym.domains.smt.sandbox import vet_script
-from cm_gym.memory.conditions import parse_condition
-from cm_gym.types import Task
 
 DOMAIN = SmtDomain()
 TASKS = generate_smt_tasks(0)
@@ -113,8 +113,8 @@ def test_apply_contrast_transfers_and_harms_look_alikes() -> None:
         dataclasses.replace(parallel, reference=""), parallel.reference, no_distinct, m.reference
     )
     assert revised is not None and "(assert (distinct" in revised
+    from cm_gym.core.types import Action, AgentState
     from cm_gym.domains.smt.evaluator import SmtEvaluator
-    from cm_gym.types import Action, AgentState
 
     o = SmtEvaluator().check(AgentState(parallel), Action(revised))
     assert not o.solved  # meetings that may share an hour become infeasible: a harmful reuse

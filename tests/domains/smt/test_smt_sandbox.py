@@ -6,12 +6,12 @@ import re
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState
 from cm_gym.domains.smt.errors import ScriptError, ScriptRefused, SexprError
 from cm_gym.domains.smt.evaluator import SmtEvaluator
-from cm_gym.domains.smt.generate import generate_smt_tasks
+from cm_gym.domains.smt.generated import generate_smt_tasks
 from cm_gym.domains.smt.sandbox import vet_script
 from cm_gym.domains.smt.sexpr import parse_sexprs, render
-from cm_gym.types import Action, AgentState
 
 TASK = generate_smt_tasks(0)[0]  # a "bounds" task over x, y, z
 OK = "(set-logic QF_LIA)\n(declare-const x Int)\n(assert (> x 2))\n(check-sat)\n(get-model)"

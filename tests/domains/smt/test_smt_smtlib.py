@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.smt.errors import SmtConfigError, SmtConfigRefused, SmtLibError
 from cm_gym.domains.smt.evaluator import SmtEvaluator
 from cm_gym.domains.smt.loader import ALLOWANCE, load_smtlib_tasks
 from cm_gym.domains.smt.smtlib import parse_smtlib, read_smtlib
 from cm_gym.domains.smt.solver import SmtConfig, parse_config
-from cm_gym.types import Action, AgentState, Outcome, Task
 
 SAT_FILE = """(set-info :smt-lib-version 2.6)
 (set-logic QF_LIA)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from cm_gym.core.types import Task
 from cm_gym.domains.sql import load_generated_tasks
-from cm_gym.types import Task
 
 TINY_DDL = """
 CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT, age INTEGER, city TEXT, score REAL, boss_id INTEGER);

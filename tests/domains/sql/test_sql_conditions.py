@@ -8,9 +8,9 @@ from collections import defaultdict
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.sql import SQLDomain, conditions
 from cm_gym.domains.sql.edits import raw_edits
-from cm_gym.types import Action, AgentState, Task
 
 DOMAIN = SQLDomain()
 PRED = DOMAIN.condition_predicates()

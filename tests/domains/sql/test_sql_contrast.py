@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cm_gym.core.types import Task
 from cm_gym.domains.sql import SQLDomain
-from cm_gym.types import Task
 
 DOMAIN = SQLDomain()
 BLIND = Task("new", "sql", "List employees earning at least 5000.", "hr", reference="")  # reference blanked

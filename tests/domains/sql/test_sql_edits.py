@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
+from cm_gym.core.types import Task
 from cm_gym.domains.sql import SQLDomain, sqlast
 from cm_gym.domains.sql.contrast import infer_contrast
 from cm_gym.domains.sql.edits import raw_edits
-from cm_gym.types import Task
 
 COLUMN_TYPES = {
     "orders.order_id": "number", "orders.customer_id": "number", "orders.product_id": "number",

@@ -7,9 +7,9 @@ from collections import Counter
 
 import numpy as np
 
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.sql import SQLDomain, sqlast
-from cm_gym.domains.sql.errors import SQLErrorRates, error_model
-from cm_gym.types import Action, AgentState, Task
+from cm_gym.domains.sql.errormodel import SQLErrorRates, error_model
 
 
 def _task(prompt: str, reference: str, **features: object) -> Task:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.sql.evaluator import SQLEvaluator
-from cm_gym.types import Action, AgentState, Outcome, Task
 
 TaskFactory = Callable[..., Task]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.sql import families, generated, schemas
 from cm_gym.domains.sql.evaluator import SQLEvaluator
-from cm_gym.types import Action, AgentState, Task
 
 
 def test_benchmark_size_ids_and_fields(gen_tasks: list[Task]) -> None:

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.sql.evaluator import SQLEvaluator
 from cm_gym.domains.sql.probes import BACKTRACKING, HEAVY, MEMORY, UNINTERRUPTIBLE
 from cm_gym.domains.sql.vetting import _OPAQUE, mask, vet
-from cm_gym.types import Action, AgentState, Task
 
 TaskFactory = Callable[..., Task]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import gymnasium as gym
 
+from cm_gym.core.types import Action, AgentState, Evaluator
+from cm_gym.domains.registry import get_benchmark, get_domain
 from cm_gym.domains.sql import SQLDomain
-from cm_gym.registry import get_benchmark, get_domain
-from cm_gym.types import Action, AgentState, Evaluator
 
 
 def test_benchmarks_are_registered_with_env_ids() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState, Task
 from cm_gym.domains.sql._engine import Box
 from cm_gym.domains.sql.evaluator import SQLEvaluator
-from cm_gym.types import Action, AgentState, Task
 
 TaskFactory = Callable[..., Task]
 

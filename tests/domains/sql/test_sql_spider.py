@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from cm_gym.core.types import Action, AgentState
 from cm_gym.domains.sql import load_spider_tasks
 from cm_gym.domains.sql.evaluator import SQLEvaluator
 from cm_gym.domains.sql.schema import SQLDataError
-from cm_gym.types import Action, AgentState
 
 pytestmark = pytest.mark.data
 
