@@ -149,10 +149,17 @@ def run(args: argparse.Namespace) -> int:
     print(f"  export OPENAI_BASE_URL={server.base_url} CM_GYM_MODEL={args.model_name}")
     if args.latency_ms:
         print(f"  artificial latency {args.latency_ms:g} ms per completion")
+    # The server runs in a daemon thread and this (main) thread waits for Ctrl-C, so that stopping
+    # is bounded: `shutdown` waits at most 10 s for the event loop, and a connection a client keeps
+    # open cannot hold the process at exit.
+    thread = threading.Thread(target=server.serve_forever, name="cm-gym-llm-server", daemon=True)
+    thread.start()
     try:
-        server.serve_forever()
+        while thread.is_alive():
+            thread.join(0.5)
     except KeyboardInterrupt:
         pass
     finally:
+        server.shutdown()
         server.server_close()
     return 0
