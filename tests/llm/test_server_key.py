@@ -115,7 +115,12 @@ def test_serve_llm_refuses_an_empty_key_in_one_line(capsys: Any) -> None:
     assert "empty" in err and "\n" not in err.split("cm-gym: error:")[-1]
 
 
+# The child presses "Ctrl-C" on itself only if SIGINT reaches it: a parent that runs with SIGINT
+# ignored or blocked (a CI runner, a library thread) passes that on through exec, so the child
+# restores the default first, as an interactive shell would have it.
 _SERVE = (
+    "import signal; signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT]); "
+    "signal.signal(signal.SIGINT, signal.default_int_handler); "
     "import sys; sys.path.insert(0, {here!r}); from conftest import ensure_toy_registered; "
     "ensure_toy_registered(); from cm_gym.cli import main; "
     "sys.exit(main(['serve-llm', '--port', '0', '--benchmark', 'LLMTestToy', '--api-key-file', {key!r}]))"
