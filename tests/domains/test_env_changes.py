@@ -125,6 +125,28 @@ def test_code_signature_change_and_its_repair(tmp_path: Path) -> None:
     assert evaluator.check(AgentState(added[0]), Action(added[0].reference)).solved
 
 
+def test_tests_added_skips_inputs_the_reference_never_halts_on(tmp_path: Path) -> None:
+    """collatz_steps(0) loops forever: the change must finish and add no test for that input."""
+    from cm_gym.core.types import Task
+
+    reference = "def steps(n):\n    k = 0\n    while n != 1:\n        n = n // 2 if n % 2 == 0 else 3 * n + 1\n        k += 1\n    return k\n"
+    cases = [{"name": "t1", "expr": "steps(*input_data)", "input": [1], "expected": 0}]
+    task = Task(
+        "codegen-9999",
+        "code",
+        "fix steps",
+        "codegen/steps",
+        reference,
+        features={"test_names": ["t1"], "n_tests": 1},
+        meta={"template": "steps", "suite": {"mode": "cases", "function": "steps", "cases": cases}},
+    )
+    (changed,), _ = get_domain("code").apply_change("tests_added", [task], tmp_path / "env", seed=0)
+    added = {c["name"]: c for c in changed.meta["suite"]["cases"]}
+    assert set(added) == {"t1", "t1_plus_one"}  # steps(0) never halts: no t1_minus_one
+    assert added["t1_plus_one"]["input"] == [2] and added["t1_plus_one"]["expected"] == 1
+    assert task.meta["suite"]["cases"] == cases  # the original task is untouched
+
+
 def test_dafny_lemma_renamed_is_textual_and_adaptable(tmp_path: Path) -> None:
     from cm_gym.core.types import Task
     from cm_gym.domains.dafny.changes import CHANGE_FAMILIES, adaptation_edits

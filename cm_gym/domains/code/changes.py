@@ -5,8 +5,10 @@ The world model of a code task is its test suite (``meta["suite"]``) run against
 program. A change family returns changed *copies* of the generated benchmark's tasks (suite,
 reference, the program shown in the prompt, context and features) and records the change in
 ``meta["environment_change"]``; nothing is written to disk. Expected outputs of new tests are
-computed as the generator computes them, by running the reference (the cm_gym authors' own
-shipped code) in process; a task without such a reference (real QuixBugs data) is left as it is.
+computed by running the reference (the cm_gym authors' own shipped code) in a worker process
+under a CPU-time deadline per input (`_expected.py`): an input the reference raises on or never
+halts on (``collatz_steps(0)``) adds no test. A task without such a reference (real QuixBugs data)
+is left as it is.
 
 * ``tests_added`` (tests) — every task gets boundary tests: each existing test with an integer
   argument is repeated with that argument one above and one below. A correction that only fixed
@@ -21,14 +23,13 @@ permutation of the signature the given program shows → that signature.
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cm_gym.core.types import Task
+from cm_gym.core.types import CmGymError, Task
 from cm_gym.domains.base import Edit
 from cm_gym.domains.environment import (
     CHANGE_META,
@@ -38,18 +39,17 @@ from cm_gym.domains.environment import (
     digest,
     touched_envs,
 )
-from cm_gym.evaluators.testrun import encode_expected
+from cm_gym.evaluators.worker import Worker
+
+#: CPU seconds the reference may spend on one added test's input (`_expected.py`); an input it
+#: never halts on (``collatz_steps(0)``) is no test.
+EXPECTED_CASE_S = 1.0
+HANG_FACTOR = 20.0  # the worker's wall-clock hang guard, times its CPU budget
 
 
 def environment_version(name: str, task: Task) -> str:
     """The env id, the test suite (inputs, calls and expected outputs) and a recorded change."""
     return digest(name, task.env_id, (task.meta or {}).get("suite"), change_marker(task))
-
-
-def _function(source: str, name: str) -> Any:
-    namespace: dict[str, object] = {}
-    exec(compile(source, f"<{name}>", "exec"), namespace)  # noqa: S102 - the authors' shipped reference
-    return namespace[name]
 
 
 def _def_line(name: str) -> re.Pattern[str]:
@@ -65,48 +65,55 @@ def _generated(task: Task) -> str | None:
     return str(meta["template"])
 
 
+def _expected(worker: Worker, task: Task, name: str, inputs: list[list[Any]]) -> list[tuple[bool, Any]]:
+    """(True, the reference's encoded output) for each input, (False, why) where it raises or
+    overruns its CPU budget."""
+    cpu = EXPECTED_CASE_S * (len(inputs) + 4)
+    for _attempt in range(2):
+        res = worker.call("expected_outputs", task.reference, name, inputs, EXPECTED_CASE_S,
+                          timeout=HANG_FACTOR * cpu, cpu_budget_s=cpu)  # fmt: skip
+        if res.ok:
+            return [(bool(ok), value) for ok, value in res.value]
+        if res.status != "timeout":  # the hang guard alone is the machine's doing: try once more
+            break
+    raise CmGymError(
+        f"{task.task_id}: the reference's outputs on the added tests could not be computed ({res.error})"
+    )
+
+
 def _tests_added(tasks: Sequence[Task], folder: Path, seed: int) -> tuple[list[Task], EnvChange]:
     out, changed = [], []
-    for task in tasks:
-        name = _generated(task)
-        if name is None:
-            out.append(task)
-            continue
-        fn = _function(task.reference, name)
-        suite = dict(task.meta["suite"])
-        cases = list(suite["cases"])
-        names = {c["name"] for c in cases}
-        for case in list(cases):
-            args = list(case["input"])
-            pos = next(
-                (i for i, a in enumerate(args) if isinstance(a, int) and not isinstance(a, bool)), None
-            )
-            if pos is None:
+    with Worker("cm_gym.domains.code._expected", memory_mb=512) as worker:
+        for task in tasks:
+            name = _generated(task)
+            if name is None:
+                out.append(task)
                 continue
-            for delta, tag in ((1, "plus_one"), (-1, "minus_one")):
-                new_args = [*args[:pos], args[pos] + delta, *args[pos + 1 :]]
-                new_name = f"{case['name']}_{tag}"
-                if new_name in names:
-                    continue
-                try:
-                    value = fn(*ast.literal_eval(repr(new_args)))
-                except Exception:  # noqa: BLE001 - an input the function does not accept is no test
-                    continue
-                cases.append(
-                    {
-                        "name": new_name,
-                        "expr": case["expr"],
-                        "input": new_args,
-                        "expected": encode_expected(value),
-                    }
+            suite = dict(task.meta["suite"])
+            cases = list(suite["cases"])
+            names = {c["name"] for c in cases}
+            new_cases = []
+            for case in cases:
+                args = list(case["input"])
+                pos = next(
+                    (i for i, a in enumerate(args) if isinstance(a, int) and not isinstance(a, bool)), None
                 )
-                names.add(new_name)
-        suite["cases"] = cases
-        test_names = [c["name"] for c in cases]
-        features = {**task.features, "test_names": test_names, "n_tests": len(test_names)}
-        meta = {**task.meta, "suite": suite, CHANGE_META: {"tests": len(test_names)}}
-        out.append(replace(task, context="Tests: " + ", ".join(test_names), features=features, meta=meta))
-        changed.append(task.task_id)
+                if pos is None:
+                    continue
+                for delta, tag in ((1, "plus_one"), (-1, "minus_one")):
+                    new_name = f"{case['name']}_{tag}"
+                    if new_name not in names:
+                        new_args = [*args[:pos], args[pos] + delta, *args[pos + 1 :]]
+                        new_cases.append({"name": new_name, "expr": case["expr"], "input": new_args})
+                        names.add(new_name)
+            values = _expected(worker, task, name, [c["input"] for c in new_cases]) if new_cases else []
+            cases += [{**c, "expected": v} for c, (ok, v) in zip(new_cases, values, strict=True) if ok]
+            suite["cases"] = cases
+            test_names = [c["name"] for c in cases]
+            features = {**task.features, "test_names": test_names, "n_tests": len(test_names)}
+            meta = {**task.meta, "suite": suite, CHANGE_META: {"tests": len(test_names)}}
+            out.append(replace(task, context="Tests: " + ", ".join(test_names), features=features, meta=meta))
+            changed.append(task.task_id)
     return out, EnvChange(
         "tests_added", f"boundary tests added to {len(changed)} tasks", {"seed": seed}, touched_envs(out), ()
     )
