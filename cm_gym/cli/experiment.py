@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from cm_gym.cli._args import add_llm_limit_options, llm_spec
 from cm_gym.core.quick import quick_mode, say
@@ -81,6 +84,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--address",
         help="join an existing Ray cluster (auto, HOST:6379 or ray://HOST:10001) instead of starting one",
     )
+    p.add_argument(
+        "--evaluator-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a keyword argument of every unit's evaluator (Domain.make_evaluator; VALUE read as JSON, "
+        "else a string), e.g. rlimit=2000000 for Dafny; repeatable; it keys the units and is in the report",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_llm_limit_options(p)
     p.set_defaults(func=run)
@@ -100,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quick and quick_mode():  # CM_GYM_QUICK=1 means --quick (`cm_gym.core.quick`)
         say("cm-gym experiment (as --quick)")
         args.quick = True
+    evaluator_options = parse_evaluator_options(args.evaluator_option, args.benchmarks or ())
     cfg = ExperimentConfig.make(
         quick=args.quick,
         benchmarks=tuple(args.benchmarks) if args.benchmarks else None,
@@ -119,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
         backend=args.backend,
         address=args.address,
         progress=not args.no_progress,
+        evaluator_options=evaluator_options or None,
     )
     started = time.perf_counter()
     reports = run_experiments(args.name, cfg)
@@ -127,3 +140,34 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name}: {md}" + (f"  [{verdicts}]" if verdicts else ""))
     print(f"total {time.perf_counter() - started:.1f} s; results in {cfg.results_dir}")
     return 0
+
+
+def parse_evaluator_options(items: list[str], benchmarks: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` items as evaluator keyword arguments (VALUE read as JSON, else a string),
+    checked by making each named benchmark's evaluator with them: one clear error, not a failure
+    in the first unit."""
+    from cm_gym.core.types import CmGymError
+    from cm_gym.domains.registry import get_benchmark, get_domain
+    from cm_gym.studies.experiments.runner import ExperimentError
+
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise ExperimentError(f"--evaluator-option wants KEY=VALUE, got {item!r}")
+        try:
+            options[key.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            options[key.strip()] = text
+    if options and not benchmarks:
+        raise ExperimentError(
+            "--evaluator-option needs --benchmarks (each domain's evaluator takes its own options)"
+        )
+    for name in benchmarks if options else ():
+        try:
+            get_domain(get_benchmark(name).domain_name).make_evaluator(**options)
+        except TypeError as exc:
+            raise ExperimentError(f"{name}: its evaluator does not take {sorted(options)} ({exc})") from exc
+        except (CmGymError, ValueError) as exc:
+            raise ExperimentError(f"{name}: its evaluator refuses {options} ({exc})") from exc
+    return options

@@ -79,6 +79,9 @@ class ExperimentConfig:
     llm_retries: int | None = None
     llm_concurrency: int | None = None
     max_decisions: int = 3
+    #: keyword arguments of every unit's evaluator (``Domain.make_evaluator``), e.g. a Dafny study's
+    #: ``rlimit``; they key the units (only when set: default keys stay) and are in every report
+    evaluator_options: dict[str, Any] = field(default_factory=dict)
     split_seed: int = 12345
     quick: bool = False
     sizes: Sizes = FULL
@@ -113,6 +116,7 @@ class ExperimentConfig:
             "llm_seed": self.llm_seed,
             "llm_cache_mode": self.llm_cache_mode,
             "max_decisions": self.max_decisions,
+            **({"evaluator_options": dict(self.evaluator_options)} if self.evaluator_options else {}),
             "split_seed": self.split_seed,
             "quick": self.quick,
             "sizes": {k: v for k, v in self.sizes.__dict__.items()},

@@ -67,6 +67,12 @@ class Planner:
             "max_decisions": self.cfg.max_decisions,
             # max_tokens changes replies, so it keys the units (only when set: default keys stay)
             **({"llm_max_tokens": self.cfg.llm_max_tokens} if self.cfg.llm_max_tokens is not None else {}),
+            # evaluator options change verdicts (e.g. a budget), so they key the units (only when set)
+            **(
+                {"evaluator": dict(sorted(self.cfg.evaluator_options.items()))}
+                if self.cfg.evaluator_options
+                else {}
+            ),
         }
 
     # -- CounterMem ------------------------------------------------------------------------

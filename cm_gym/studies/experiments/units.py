@@ -112,7 +112,7 @@ def context(p: Mapping[str, Any]) -> MechanismContext:
     return MechanismContext(
         domain,
         _llm(llm, seed, bench, cache, mode, limits),
-        domain.make_evaluator(),
+        domain.make_evaluator(**dict(p.get("evaluator") or {})),
         agent_kind=p["agent"],
         max_decisions=int(p["max_decisions"]),
         seed=seed,
@@ -238,6 +238,7 @@ def protocol_config(p: Mapping[str, Any], workdir: Path) -> Any:
         llm_max_tokens=p.get("llm_max_tokens"),
         llm_retries=p.get("llm_retries"),
         concurrency=p.get("llm_concurrency"),
+        env_kwargs={"evaluator_kwargs": dict(p["evaluator"])} if p.get("evaluator") else {},
     )
 
 

@@ -111,3 +111,25 @@ def test_bootstrap_intervals() -> None:
         [{"task_id": "a", "score": 0.0}],
     ]
     assert per_task(runs, "score", 100) == {"a": 50.0, "b": 0.0}
+
+
+def test_evaluator_options_key_the_units_and_reach_the_evaluator() -> None:
+    from cm_gym.cli.experiment import parse_evaluator_options
+    from cm_gym.studies.experiments.runner import ExperimentError
+    from cm_gym.studies.experiments.units import context
+
+    plain = Planner(ExperimentConfig.make(quick=True)).base("SAT", "react")
+    cfg = ExperimentConfig.make(quick=True, evaluator_options={"conflict_budget": 7})
+    budgeted = Planner(cfg).base("SAT", "react")
+    assert "evaluator" not in plain  # default unit keys stay as they were
+    assert Unit("store", plain).key != Unit("store", budgeted).key
+    assert cfg.describe()["evaluator_options"] == {"conflict_budget": 7}
+    assert context(budgeted).evaluator.encoding_config.budget == 7
+    assert context(plain).evaluator.encoding_config.budget != 7
+    assert parse_evaluator_options(["conflict_budget=7"], ["SAT"]) == {"conflict_budget": 7}
+    with pytest.raises(ExperimentError, match="conflict_budget"):
+        parse_evaluator_options(["conflict_budget=-1"], ["SAT"])  # a value the evaluator refuses
+    with pytest.raises(ExperimentError, match="does not take"):
+        parse_evaluator_options(["no_such_option=1"], ["SAT"])
+    with pytest.raises(ExperimentError, match="KEY=VALUE"):
+        parse_evaluator_options(["conflict_budget"], ["SAT"])
