@@ -97,13 +97,16 @@ def decision_rebuild_unit(
     p: Mapping[str, Any], inputs: Mapping[str, UnitResult], workdir: Path
 ) -> dict[str, Any]:
     """Construction's Module I + II re-run at each record's decision on the changed environment
-    (`staleness_measure.decision_truth`): record id → holds / changed / gone."""
+    (`staleness_measure.decision_truth`): record id → holds / changed / gone. Without an ``env``
+    input, on the unchanged benchmark: the reference's own drift (records it would not reproduce
+    although nothing changed)."""
     from cm_gym.memory.alternatives import AlternativeGenerator
     from cm_gym.memory.snapshot import FrozenStore
     from cm_gym.studies.experiments.staleness_measure import decision_truth
 
     ctx = context(p)
-    by_id = {t.task_id: t for t in load_env(inputs["env"]).tasks}
+    tasks = load_env(inputs["env"]).tasks if "env" in inputs else benchmark_tasks(p["benchmark"]).values()
+    by_id = {t.task_id: t for t in tasks}
     generator = AlternativeGenerator(ctx.llm, ctx.domain, int(p.get("K", 4)))
     truth, calls = {}, 0
     for record in FrozenStore.open(snapshot_path(inputs["store"])).records:

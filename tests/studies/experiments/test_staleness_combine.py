@@ -85,3 +85,20 @@ def test_extra_studies_run_by_name_only(tmp_path: object) -> None:
     assert set(EXTRA_STUDIES) == {"staleness", "combine"} and not set(EXTRA_STUDIES) & set(STUDIES)
     with pytest.raises(ExperimentError, match="staleness"):
         run_experiments(["no_such_study"], ExperimentConfig.make(quick=True, results_dir=tmp_path))
+
+
+@pytest.mark.slow
+def test_staleness_study_end_to_end_on_a_code_change(tmp_path: object) -> None:
+    """The whole study on one family at smoke size: reverify flags records, every flagged one is a
+    decision the rebuild no longer reproduces, and the drift control is reported."""
+    cfg = ExperimentConfig.make(
+        quick=True, benchmarks=("Code",), results_dir=tmp_path, progress=False,
+        extra={"families": ["signature_changed"]},
+    )  # fmt: skip
+    ((report, md),) = run_experiments(["staleness"], cfg).values()
+    (row,) = report.data.values()
+    counts = row["agreement"]["counts"]
+    flagged = sum(sum(counts[s].values()) for s in ("repairable", "stale"))
+    assert flagged > 0 and row["decision_agreement"]["detect_precision"] == 1.0
+    assert row["drift_agreement"]["records"] == row["agreement"]["records"] - len(row["drift"])
+    assert row["exposed"]["tasks"] >= 0 and "drift (unchanged env)" in md.read_text()
