@@ -14,12 +14,14 @@ Dafny's verdicts are cached persistently by program hash (`verdict_key` of the c
 the verifier's identity, the rlimit and CPU backstop, and the program;
 ``cache_dir("dafny")/dafny-verdicts.sqlite`` by default): a build or an RL run re-checks the same
 drafts many times, and one check costs seconds of mono start-up and z3. Only verdicts Dafny itself
-gave are stored (never a hang-guard stop, a sandbox refusal, or a run without a verdict).
+gave and CPU-backstop stops (the program's own failure, in CPU time) are stored (never a
+hang-guard stop, a sandbox refusal, or a run without a verdict).
 `check_many` verifies independent programs in parallel (`workers` sandboxed runs at once).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +31,7 @@ from typing import Any
 from cm_gym.core.paths import cache_dir
 from cm_gym.core.types import TRUNCATION, Action, AgentState, Outcome, truncate
 from cm_gym.domains.dafny.annotations import AnnotationError, extract_annotations
-from cm_gym.domains.dafny.verifier import HANG_TIME_LIMIT, RLIMIT, DafnyVerifier
+from cm_gym.domains.dafny.verifier import DEFAULT_LIMITS, HANG_TIME_LIMIT, RLIMIT, DafnyVerifier
 from cm_gym.evaluators.budgets import BOOGIE_RLIMIT, budget_details, infrastructure, retry_once
 from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxError
 from cm_gym.evaluators.verdicts import VerdictCache, outcome_from_json, outcome_to_json, verdict_key
@@ -61,7 +63,9 @@ class DafnyEvaluator:
 
     Arguments: `rlimit` (Boogie's resource limit per implementation: the budget), `time_limit`
     (Boogie's per-implementation wall-clock limit, s: a hang guard), `limits` / `sandbox` (the
-    run's; its wall clock is a hang guard too), `cache` (a path, None for memory only; default
+    run's; its wall clock is a hang guard too), `cpu_s` (the CPU-time backstop per verifier
+    process, default `DEFAULT_LIMITS.cpu_s`: z3 does not count every loop against the rlimit, so
+    some failing drafts stop only here), `cache` (a path, None for memory only; default
     `default_cache_path()`), `workers` (parallel runs in `check_many`)."""
 
     def __init__(
@@ -74,7 +78,12 @@ class DafnyEvaluator:
         cache: Any = _DEFAULT_CACHE,
         workers: int = 2,
         rlimit: int = RLIMIT,
+        cpu_s: float | None = None,
     ) -> None:
+        if cpu_s is not None:
+            if not float(cpu_s) > 0:
+                raise ValueError(f"cpu_s must be positive, got {cpu_s!r}")
+            limits = dataclasses.replace(limits or DEFAULT_LIMITS, cpu_s=float(cpu_s))
         self.verifier = verifier or DafnyVerifier(
             sandbox, time_limit=time_limit, limits=limits, rlimit=rlimit
         )
@@ -120,7 +129,9 @@ class DafnyEvaluator:
         if cached is not None:
             return outcome_from_json(cached, cached_hit=True)
         outcome = retry_once(lambda: self._run(text, len(annotations)), "dafny run")
-        if outcome.status == "ok" or outcome.details.get("parse_failed"):
+        # a CPU-time stop ("budget") is the program's own failure in a unit that does not depend on
+        # load (the key holds the CPU limit): cached, so a draft that grinds z3 is paid for once
+        if outcome.status in ("ok", "budget") or outcome.details.get("parse_failed"):
             self.cache.put(key, outcome_to_json(outcome))
         return outcome
 

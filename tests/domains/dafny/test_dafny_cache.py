@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cm_gym.core.types import Action, AgentState, Task
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.dafny.domain import DafnyDomain
 from cm_gym.domains.dafny.evaluator import DafnyEvaluator
 from cm_gym.domains.dafny.slips import weak_bound
@@ -58,3 +58,39 @@ def test_a_corrupt_cache_file_is_left_alone(tmp_path: Path, dafny_tasks: list[Ta
     task = by_file(dafny_tasks, "Clover_abs")
     assert ev.check(AgentState(task), Action(task.meta["program"])).solved and ev.runs == 1
     assert path.read_bytes() == b"not a database" * 10
+
+
+HARD = "lemma Hard(a: int, b: int, c: int)\n  requires a > 0 && b > 0 && c > 0\n  ensures a*a*a*a + b*b*b*b != c*c*c*c\n{}\n"
+
+
+def test_the_cpu_backstop_bounds_a_grinding_prover_and_keys_the_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """z3 does not count every loop against the rlimit (nonlinear arithmetic): `cpu_s` stops it in
+    CPU time; the verdict is cached under that limit, and a stop of the verifier itself at the
+    backstop (status "budget") is cached as the program's own failure."""
+    try:
+        tight = DafnyEvaluator(cache=tmp_path / "v.sqlite", cpu_s=1)
+    except ToolNotFoundError as exc:
+        pytest.skip(f"dafny is not installed: {exc}")
+    with pytest.raises(ValueError, match="cpu_s"):
+        DafnyEvaluator(cache=None, cpu_s=0)
+    assert tight.verifier.limits.cpu_s == 1
+    task = Task(
+        "d-hard", "dafny", "p", "dafny/hard", HARD, features={"members": ["Hard"]}, meta={"program": HARD}
+    )
+    stopped = tight.check(AgentState(task), Action(HARD))
+    assert not stopped.solved and stopped.status in ("ok", "budget") and tight.runs == 1
+    tight.close()
+    again = DafnyEvaluator(cache=tmp_path / "v.sqlite", cpu_s=1)
+    hit = again.check(AgentState(task), Action(HARD))
+    assert again.runs == 0 and hit.details["cached"] and hit.status == stopped.status
+    other = DafnyEvaluator(cache=tmp_path / "v.sqlite", cpu_s=2)  # another limit: another key
+    assert other._key(HARD + "\n") != again._key(HARD + "\n")
+    # the verifier process itself stopped at the backstop: cached as the program's failure
+    budget = Outcome(0.0, False, feedback="cpu", status="budget", reason="cpu")
+    monkeypatch.setattr(other, "_run", lambda text, n: budget)
+    program = HARD.replace("{}", "{ }")
+    assert other.check(AgentState(task), Action(program)).status == "budget"
+    monkeypatch.setattr(other, "_run", lambda text, n: pytest.fail("the budget verdict was not cached"))
+    assert other.check(AgentState(task), Action(program)).status == "budget"
