@@ -133,3 +133,39 @@ def test_evaluator_options_key_the_units_and_reach_the_evaluator() -> None:
         parse_evaluator_options(["no_such_option=1"], ["SAT"])
     with pytest.raises(ExperimentError, match="KEY=VALUE"):
         parse_evaluator_options(["conflict_budget"], ["SAT"])
+
+
+@pytest.mark.slow
+def test_pool_workers_die_with_the_experiment(tmp_path: Path) -> None:
+    """A killed experiment leaves no pool worker running units for nobody."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import os, sys, time\n"
+        "from cm_gym.studies.experiments.runner import ProcessPoolBackend\n"
+        "b = ProcessPoolBackend(1)\n"
+        "print(b._pool.submit(os.getpid).result(), flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        worker = int(child.stdout.readline())
+        os.kill(worker, 0)  # alive while the experiment runs
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                os.kill(worker, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(worker, signal.SIGKILL)
+            pytest.fail("the pool worker outlived the experiment's process")
+    finally:
+        child.kill()
