@@ -157,6 +157,15 @@ class DafnyEvaluator:
                 f"dafny ran past the sandbox's wall-clock hang guard of {self.verifier.limits.wall_s:.0f} s"
             )
             return infrastructure(reason, **details)
+        if report.timed_out_members and run.wall_s < self.verifier.time_limit:
+            # Boogie's timer is wall clock per implementation: it cannot have fired in a shorter run.
+            # Boogie says "timed out" also when its z3 dies, and z3 dies at the CPU backstop
+            # (RLIMIT_CPU) when it grinds where its rlimit does not count: the program's own failure
+            reason = (
+                f"the prover used more than its {self.verifier.limits.cpu_s:.0f} s of CPU time on "
+                + ", ".join(report.timed_out_members[:5])
+            )
+            return Outcome(0.0, False, feedback=reason, status="budget", reason=reason, details=details)
         if report.timed_out_members:
             reason = (
                 f"Boogie's wall-clock hang guard of {self.verifier.time_limit} s per implementation stopped "

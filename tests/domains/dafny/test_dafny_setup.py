@@ -98,3 +98,23 @@ def test_an_implementation_out_of_its_rlimit_is_not_verified() -> None:
     assert report.members == {"sorted": False, "BinarySearch": False, "Other": True}
     assert report.out_of_resource_members == ("sorted", "BinarySearch") and not report.timed_out_members
     assert not report.solved and report.score == pytest.approx(1 / 3)
+
+
+def test_a_time_out_shorter_than_boogies_timer_is_the_cpu_backstop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Boogie says "timed out" also when its z3 dies at the CPU backstop: in a run shorter than
+    Boogie's wall-clock timer that is the program's failure ("budget"), past it the hang guard."""
+    from cm_gym.core.types import Action, AgentState, Task
+    from cm_gym.domains.dafny.evaluator import DafnyEvaluator
+    from cm_gym.evaluators.sandbox import SandboxResult, ToolNotFoundError
+
+    try:
+        ev = DafnyEvaluator(cache=None, cpu_s=60)
+    except ToolNotFoundError as exc:
+        pytest.skip(f"dafny is not installed: {exc}")
+    program = "method M() {}\n"
+    task = Task("d-t", "dafny", "p", "dafny/t", program, meta={"program": program})
+    for wall, status in ((61.0, "budget"), (ev.verifier.time_limit + 5.0, "infrastructure")):
+        run = SandboxResult(0, TRACE, "", b"", False, "", 0, wall, "test")
+        monkeypatch.setattr(ev.verifier, "verify", lambda text, run=run: (parse_output(TRACE), run))
+        action = program + f"// {status}\n"  # one program per case: the first verdict is cached
+        assert ev.check(AgentState(task), Action(action)).status == status
