@@ -63,9 +63,17 @@ OK = "Verifying Impl$$_module.__default.M ...\n  [0.1 s, 1 proof obligation]  {}
     [
         (OK.format("verified"), {}, "ok", True),
         (OK.format("out of resource"), {}, "ok", True),  # the budget: a deterministic verdict
-        (OK.format("timed out"), {}, INFRASTRUCTURE, False),  # Boogie's /timeLimit: a hang guard
+        (
+            OK.format("timed out"),
+            {"wall_s": 601.0},
+            INFRASTRUCTURE,
+            False,
+        ),  # Boogie's /timeLimit: a hang guard
+        # "timed out" sooner than Boogie's timer could fire: z3 killed at the CPU backstop, the
+        # program's own failure in CPU time (cached)
+        (OK.format("timed out"), {"wall_s": 61.0}, "budget", True),
         ("", {"timed_out": True, "killed": "timeout"}, INFRASTRUCTURE, False),  # the sandbox's wall clock
-        ("", {"returncode": -signal.SIGXCPU, "signal": signal.SIGXCPU}, "budget", False),
+        ("", {"returncode": -signal.SIGXCPU, "signal": signal.SIGXCPU}, "budget", True),  # CPU time: cached
     ],
 )
 def test_dafny_verdicts_by_budget_and_hang_guard(output: str, run: dict, status: str, cached: bool) -> None:
