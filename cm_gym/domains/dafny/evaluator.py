@@ -162,7 +162,8 @@ class DafnyEvaluator:
             # Boogie says "timed out" also when its z3 dies, and z3 dies at the CPU backstop
             # (RLIMIT_CPU) when it grinds where its rlimit does not count: the program's own failure
             reason = (
-                f"the prover used more than its {self.verifier.limits.cpu_s:.0f} s of CPU time on "
+                f"the prover was stopped (its {self.verifier.limits.cpu_s:.0f} s CPU backstop or its "
+                f"{self.verifier.limits.memory_mb} MB memory cap) on "
                 + ", ".join(report.timed_out_members[:5])
             )
             return Outcome(0.0, False, feedback=reason, status="budget", reason=reason, details=details)
