@@ -20,6 +20,7 @@ COMMANDS = (
     "experiment",
     "tabulate",
     "serve_llm",
+    "setup_local_model",
     "cache",
     "benchmarks",
     "check_domain",

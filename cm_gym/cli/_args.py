@@ -83,12 +83,20 @@ def benchmark_name(text: str) -> str:
 
 
 def llm_spec(text: str) -> str:
-    """argparse type: "simulated", "openai", "openai:<model>" or "recorded:<system>"."""
+    """argparse type: "simulated", "openai", "openai:<model>", "recorded:<system>" or
+    "local:<model>" (a pinned model of `cm_gym.llm.gguf_models.MODELS`)."""
     kind, _, rest = text.partition(":")
-    if kind not in ("simulated", "openai", "recorded") or (kind == "recorded" and not rest.strip()):
+    if kind not in ("simulated", "openai", "recorded", "local") or (
+        kind in ("recorded", "local") and not rest.strip()
+    ):
         raise argparse.ArgumentTypeError(
-            f"expected simulated, openai, openai:<model> or recorded:<system>, got {text!r}"
+            f"expected simulated, openai, openai:<model>, recorded:<system> or local:<model>, got {text!r}"
         )
+    if kind == "local":
+        from cm_gym.llm.gguf_models import MODELS
+
+        if rest not in MODELS:
+            raise argparse.ArgumentTypeError(f"unknown local model {rest!r}; known: {', '.join(MODELS)}")
     return text
 
 

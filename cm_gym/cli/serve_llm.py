@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise LLMError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
     what = (
-        f"{local.path.name} on the CPU (greedy, seed {args.seed})"
+        f"{getattr(local, 'path', None) and local.path.name or local.name} on the CPU (seed {args.seed})"
         if local
         else f"the simulated LLM (seed {args.seed})"
         if args.llm == "simulated"
@@ -162,4 +162,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         server.shutdown()
         server.server_close()
+        if local is not None and hasattr(local, "close"):
+            local.close()
     return 0

@@ -8,7 +8,7 @@ from typing import Any
 from cm_gym.llm.base import LLM
 from cm_gym.llm.errors import CacheError, LLMError
 
-SPECS = ("simulated", "openai", "recorded")
+SPECS = ("simulated", "openai", "recorded", "local")
 CACHE_MODES = ("rw", "ro", "off")
 
 
@@ -32,12 +32,16 @@ def make_llm(
     model and key from `kw` or OPENAI_BASE_URL, CM_GYM_MODEL / OPENAI_MODEL, OPENAI_API_KEY; the
     seed is sent as the sampling seed). "simulated:<profile>": the simulator with an error model
     fitted to a real system (`cm_gym.llm.profiles`); "simulated:default" is plain "simulated".
-    "recorded:<system>": a real system's published outputs as drafts, the simulator where no real
+    "local:<model>": a real coder model on this machine's CPUs (`cm_gym.llm.local_llm`: llama.cpp
+    engines started on the first live call; `kw` may carry ``engines``, ``threads``,
+    ``prompt_cache``, ``attach``). "recorded:<system>": a real system's published outputs as drafts, the simulator where no real
     reply exists (`cm_gym.llm.recorded`; `kw` may carry the simulator's ``revision_rates`` and the
     outputs' ``root``).
 
     Caching: every non-simulated backend goes through a `CachedLLM` — on `cache_path`, or the
-    default file ``$CM_GYM_CACHE/llm/responses.sqlite`` when it is None or ``"default"`` — unless
+    default file ``$CM_GYM_CACHE/llm/responses.sqlite`` when it is None or ``"default"`` (for
+    "local:<model>": ``$CM_GYM_CACHE/llm/local-<model>.sqlite``, seeded with the replies of the
+    real runs cm_gym ships, `cm_gym.llm.shipped`, so "ro" replays them with no engine) — unless
     `cache_mode` is "off". "ro" replays only (a miss is a `CacheMissError`, never a call). The
     simulated and the recorded LLM (both local and free) are cached only when `cache_path` is given. `concurrency` bounds the parallel
     calls of `CachedLLM.prefetch`.
@@ -72,9 +76,21 @@ def make_llm(
         if retries is not None:
             kw["max_retries"] = retries
         llm = OpenAICompatibleLLM(timeout=timeout, max_tokens=max_tokens, **kw)
+    elif kind == "local":
+        from cm_gym.llm.gguf_models import MODELS
+        from cm_gym.llm.local_llm import LocalLLM
+
+        if not model:
+            raise LLMError(f"local needs a model: local:<model> with one of {', '.join(MODELS)}")
+        llm = LocalLLM(model, seed=seed, timeout=timeout, retries=retries, **kw)
+        if cache_mode != "off" and (cache_path is None or str(cache_path) == "default"):
+            from cm_gym.llm.shipped import shipped_cache
+
+            cache_path = shipped_cache(model)  # the default cache holds the replies cm_gym ships
     else:
         raise LLMError(
-            f"unknown LLM spec {spec!r}; use simulated, openai, openai:<model> or recorded:<system>"
+            f"unknown LLM spec {spec!r}; use simulated, openai, openai:<model>, recorded:<system> "
+            "or local:<model>"
         )
     return with_cache(llm, cache_path, cache_mode, concurrency=concurrency)
 

@@ -8,6 +8,11 @@ Edit grammar (GENERATE_LOCAL_ALTERNATIVES), one block per candidate::
     WITH:
     <the new fragment>
 
+A reply without any ``EDIT`` block may instead give whole corrected versions, each in its own fenced
+block (what the small-model prompts of `cm_gym.llm.prompts_small` ask for): each version is
+reduced to the one token span it changes (`edit_fragment`) and kept only when that span is a
+valid local edit under the same rule (unique, not the whole action).
+
 Reasoning sections (``<think>…</think>``) are set aside before parsing. A parse failure never
 raises: it is logged with the raw text and falls back (invalid edits are
 skipped, a judge reply without a valid choice picks candidate 1, a missing condition is empty).
@@ -21,7 +26,7 @@ from __future__ import annotations
 import logging
 import re
 
-from cm_gym.domains.reply import visible_text
+from cm_gym.domains.reply import fenced_blocks, visible_text
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +95,9 @@ def parse_alternatives(text: str, action: str) -> list[str]:
         if not text.strip():
             logger.debug("GENERATE_LOCAL_ALTERNATIVES reply is empty: no edits")
             return []
+        versions = _fenced_versions(text, action)
+        if versions is not None:
+            return versions
         logger.warning(
             "GENERATE_LOCAL_ALTERNATIVES reply has no 'EDIT <n>' block; raw reply: %r", text[:_LOGGED]
         )
@@ -117,6 +125,30 @@ def parse_alternatives(text: str, action: str) -> list[str]:
             )
             continue
         if edited != action and edited not in out:
+            out.append(edited)
+    return out
+
+
+def _fenced_versions(text: str, action: str) -> list[str] | None:
+    """The corrected versions in a reply's fenced blocks that are one local edit of `action`, in
+    reply order, without duplicates; None when the reply has no fenced block at all."""
+    blocks = fenced_blocks(text)
+    if not blocks:
+        return None
+    out: list[str] = []
+    original = action.strip()
+    for block in blocks[:MAX_EDIT_BLOCKS]:
+        version = block.body.strip()
+        if not version or version == original:
+            continue
+        pair = edit_fragment(original, version)
+        if pair is None:
+            logger.info(
+                "a fenced version is not one local edit of the action; skipped: %r", version[:_LOGGED]
+            )
+            continue
+        edited = apply_edit(action, *pair)
+        if edited is not None and edited != action and edited not in out:
             out.append(edited)
     return out
 
