@@ -19,7 +19,9 @@ Three steps, each skipped when already done:
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -44,6 +46,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--check", action="store_true", help="then start one engine and answer one prompt")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     p.set_defaults(func=run)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _pip(args: list[str], *, env: dict[str, str] | None = None, dry: bool = False) -> None:
@@ -71,9 +78,14 @@ def run(args: argparse.Namespace) -> int:
             "CMAKE_BUILD_PARALLEL_LEVEL": str(len(os.sched_getaffinity(0))),
         }
         print(f"engine: building {ENGINE}=={ENGINE_VERSION} (about 330 CPU-seconds, once per machine)")
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), _children_cpu()
         _pip(["install", f"{ENGINE}[server]=={ENGINE_VERSION}"], env=env, dry=args.dry_run)
-        print(f"engine: installed in {time.perf_counter() - t0:.0f} s", flush=True)
+        wall, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
+        print(f"engine: installed in {wall:.0f} s ({cpu:.0f} CPU-s)", flush=True)
+        if not args.dry_run:
+            from cm_gym.core.paths import cache_dir
+
+            (cache_dir("engines") / "build.json").write_text(json.dumps({"wall_s": wall, "cpu_s": cpu}))
     try:
         part_files(model)
         print(f"weights: the {model.parts} parts of {model.name} are installed", flush=True)

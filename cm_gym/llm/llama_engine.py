@@ -126,6 +126,7 @@ class Engine:
     n_ctx: int = DEFAULT_CTX
     seed: int = 0
     prompt_cache: bool = True
+    verbose: bool = False  # llama.cpp's timings and prefix-match lines in the log (the bench reads them)
     port: int = 0
     log_path: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
@@ -144,7 +145,7 @@ class Engine:
             "--n_ctx", str(self.n_ctx), "--n_batch", "512", "--seed", str(self.seed),
             "--logits_all", "False",  # logits of the last token only: prompts evaluate faster
             "--interrupt_requests", "False",  # a second request waits; it never cuts the first
-            "--verbose", "False",
+            "--verbose", str(self.verbose),
         ]  # fmt: skip
         if self.prompt_cache:
             args += ["--cache", "True", "--cache_type", "ram", "--cache_size", str(1 << 30)]
