@@ -83,7 +83,7 @@ def benchmark_name(text: str) -> str:
 
 
 def llm_spec(text: str) -> str:
-    """argparse type: "simulated", "openai", "openai:<model>" or "recorded:<system>"."""
+    """argparse type: "simulated", "openai", "openai:<model>" or "recorded:<system>[+cascade]"."""
     kind, _, rest = text.partition(":")
     if kind not in ("simulated", "openai", "recorded") or (kind == "recorded" and not rest.strip()):
         raise argparse.ArgumentTypeError(
@@ -121,7 +121,7 @@ OPTIONS: dict[str, Opt] = {
     "total_decisions": Opt("decisions of selector training per seed", pos_int, metavar="N"),
     "checkpoint_every": Opt("decisions between validation checkpoints", pos_int, metavar="N"),
     "agent": Opt("base agent loop", choices=_choices("cm_gym.agent", "AGENT_KINDS")),
-    "llm": Opt("LLM: simulated | openai | openai:<model> | recorded:<system> (real published drafts)", llm_spec, metavar="SPEC"),
+    "llm": Opt("LLM: simulated | openai | openai:<model> | recorded:<system> (real published drafts; the same system when retried) | recorded:<system>+cascade (later drafts from stronger published systems: the 'cascade' row)", llm_spec, metavar="SPEC"),
     "llm_seed": Opt("seed of the (simulated) LLM", nonneg_int, metavar="SEED"),
     "llm_cache": Opt("LLM response cache file (default: under $CM_GYM_CACHE)", Path, metavar="FILE"),
     "llm_cache_mode": Opt("rw, ro (replay only: a miss is an error) or off", choices=_choices("cm_gym.llm.factory", "CACHE_MODES")),

@@ -32,9 +32,10 @@ def make_llm(
     model and key from `kw` or OPENAI_BASE_URL, CM_GYM_MODEL / OPENAI_MODEL, OPENAI_API_KEY; the
     seed is sent as the sampling seed). "simulated:<profile>": the simulator with an error model
     fitted to a real system (`cm_gym.llm.profiles`); "simulated:default" is plain "simulated".
-    "recorded:<system>": a real system's published outputs as drafts, the simulator where no real
-    reply exists (`cm_gym.llm.recorded`; `kw` may carry the simulator's ``revision_rates`` and the
-    outputs' ``root``).
+    "recorded:<system>": a real system's published outputs as drafts (the same system at every
+    decision), the simulator where no real reply exists (`cm_gym.llm.recorded`; `kw` may carry the
+    simulator's ``revision_rates`` and the outputs' ``root``); "recorded:<system>+cascade": later
+    drafts climb the system's ladder of stronger published systems (a named option, never "None").
 
     Caching: every non-simulated backend goes through a `CachedLLM` — on `cache_path`, or the
     default file ``$CM_GYM_CACHE/llm/responses.sqlite`` when it is None or ``"default"`` — unless

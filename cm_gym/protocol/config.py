@@ -26,8 +26,19 @@ POLICY_LABELS = {
 CI_BASELINES = ("random", "top1")
 
 
-def policy_label(key: str, algo: str = "masked-dqn") -> str:
-    """The table label of a results key; a selector trained by RLlib says so instead of "DQN"."""
+#: The "none" row's label when the LLM is a recorded cascade (``recorded:<system>+cascade``): its
+#: later drafts are stronger published systems, so it is a cascade, never "None".
+CASCADE_LABEL = "Cascade (always skip; later drafts from stronger published systems)"
+
+
+def policy_label(key: str, algo: str = "masked-dqn", llm: str = "") -> str:
+    """The table label of a results key; a selector trained by RLlib says so instead of "DQN"; the
+    memory-free row of a recorded cascade (`llm` ``recorded:<system>+cascade``) is "Cascade"."""
+    if key == "none" and llm.startswith("recorded:"):
+        from cm_gym.llm.recorded import is_cascade
+
+        if is_cascade(llm):
+            return CASCADE_LABEL
     label = POLICY_LABELS.get(key, key)
     if algo != "masked-dqn" and key.startswith("cf_memory"):
         label = label.replace("masked DQN", f"masked RLlib {algo.removeprefix('rllib-').upper()}")

@@ -73,7 +73,10 @@ def _recorded_only(spec: str, split: Split, tasks: Sequence[Task]) -> tuple[Spli
 
 def recorded_summary(cfg: ProtocolConfig, prepared: Prepared, llm: Any = None) -> dict[str, Any] | None:
     """What ``results.json`` records of a recorded-LLM run (its replies are under ``llm``): the
-    system, its ladder of later drafts, and the tasks left out per split side (counts and ids)."""
+    system, whether later drafts climb its cascade (and the ladder they climb; just the system when
+    it is retried as itself), and the tasks left out per split side (counts and ids)."""
+    from cm_gym.llm.recorded import split_cascade
+
     if prepared.excluded is None:
         return None
     inner = llm
@@ -81,8 +84,10 @@ def recorded_summary(cfg: ProtocolConfig, prepared: Prepared, llm: Any = None) -
         if inner is None or hasattr(inner, "ladder"):
             break
         inner = getattr(inner, "inner", None)
+    system, cascade = split_cascade(cfg.llm.split(":", 1)[1])
     return {
-        "system": cfg.llm.split(":", 1)[1],
+        "system": system,
+        "cascade": cascade,
         "ladder": list(getattr(inner, "ladder", ()) or ()),
         "excluded": {k: len(v) for k, v in prepared.excluded.items()},
         "excluded_ids": prepared.excluded,
