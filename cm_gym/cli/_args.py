@@ -92,6 +92,17 @@ def llm_spec(text: str) -> str:
     return text
 
 
+def split_name(text: str) -> str:
+    """argparse type: a split name (`cm_gym.core.splits.SPLIT_NAMES`: tasks, databases, ...)."""
+    from cm_gym.core.splits import split_kind
+
+    try:
+        split_kind(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text.strip().lower()
+
+
 def _choices(module: str, name: str) -> Callable[[], Sequence[str]]:
     def get() -> Sequence[str]:
         import importlib
@@ -130,6 +141,7 @@ OPTIONS: dict[str, Opt] = {
     "llm_max_tokens": Opt("reply length limit of a real LLM, part of the cache key (default $CM_GYM_LLM_MAX_TOKENS, else 1024)", pos_int, metavar="N"),
     "llm_retries": Opt("re-sends of a failed real LLM call (never of a timed-out one; default $CM_GYM_LLM_RETRIES, else 4)", nonneg_int, metavar="N"),
     "split_seed": Opt("seed of the build / train / eval split", nonneg_int, metavar="SEED"),
+    "split_by": Opt("how to split: tasks (paper App. D.2: sampled by seed, shared ids removed; SpiderSQL's default) | databases (environments apart: the 'new environment' condition) | shuffled (default: the benchmark's own)", split_name, metavar="NAME"),
     "split_seeds": Opt("rotate the split (SpiderSQL: the eval databases) over these seeds, one run each, pooled (cm-gym run)", nonneg_int, metavar="SEED"),
     "max_decisions": Opt("decision budget per task", pos_int, metavar="N"),
     "k": Opt("records retrieved per decision (0..4)", slots, metavar="K"),

@@ -79,6 +79,9 @@ class ProtocolConfig:
     llm_retries: int | None = None
     revision_rates: Path | None = None  # the simulator's revision rates (`cm-gym calibrate`)
     split_seed: int = 12345
+    #: which split (`cm_gym.core.splits.SPLIT_NAMES`: "tasks" = App. D.2, "databases" = environments
+    #: apart); None: the benchmark's default (`BenchmarkSpec.split_kind`)
+    split_by: str | None = None
     max_decisions: int = 3
     k: int = 3
     use_conditions: bool = True
@@ -138,6 +141,13 @@ class ProtocolConfig:
             raise ProtocolError(
                 "--split-seeds builds memory on each split's T_build; a given --store belongs to one split"
             )
+        if self.split_by is not None:
+            from cm_gym.core.splits import split_kind
+
+            try:
+                split_kind(self.split_by)
+            except ValueError as exc:
+                raise ProtocolError(str(exc)) from None
         if self.k > 4:
             raise ProtocolError(f"k must be in 0..4 (the selector has 4 slots), got {self.k}")
         unknown = [p for p in self.policies if p not in POLICIES and p not in self.custom_policies]
@@ -202,6 +212,7 @@ class ProtocolConfig:
             "use_conditions": self.use_conditions,
             "retrieval": self.retrieval,
             "data": self.data,
+            **({"split_by": self.split_by} if self.split_by is not None else {}),
             **({"llm_kwargs": self.llm_kwargs()} if self.llm_kwargs() else {}),
             **self.env_kwargs,
         }

@@ -91,8 +91,9 @@ def _footnote(results: Mapping[str, Any]) -> str:
         if rotation
         else ""
     )
+    kind = f" (split: {split['label']})" if split.get("label") else ""
     return (
-        f"benchmark {cfg.get('benchmark', '?')}: {split.get('eval', '?')} held-out tasks,{pooled} "
+        f"benchmark {cfg.get('benchmark', '?')}: {split.get('eval', '?')} held-out tasks{kind},{pooled} "
         f"{len(cfg.get('seeds', ()))} selector seed(s), store of {results['snapshot']['records']} records; "
         "mean ± std over seeds. Score = 100 × mean final U per task (within the decision budget); "
         "first decision = 100 × mean U of each task's first executed action; score/decision = 100 × mean U of "
@@ -214,6 +215,7 @@ def results_json(results: Mapping[str, Any]) -> dict[str, Any]:
         "benchmark": results.get("config", {}).get("benchmark"),
         "seeds": list(results.get("config", {}).get("seeds", ())),
         "eval_tasks": results.get("split", {}).get("eval"),
+        "split": results.get("split", {}).get("kind"),
         "store_records": results["snapshot"]["records"],
         "rows": rows,
     }

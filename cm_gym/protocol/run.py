@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from cm_gym.protocol.stores import (
     make_protocol_llm,
     prepare,
     recorded_summary,
+    split_summary,
 )
 
 
@@ -78,7 +78,7 @@ def run_protocol(
     phases.append(("evaluate", reply_counts(llm)))
     results = {
         "config": config_json(cfg),
-        "split": {k: len(v) for k, v in asdict(prepared.split).items()},
+        "split": split_summary(cfg, prepared),
         "snapshot": {
             "path": str(snapshot_path),
             "records": len(snapshot.records),
@@ -126,6 +126,7 @@ def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | N
     training = train_layouts(cfg, snapshot, prepared, llm, progress)
     record = {
         "config": config_json(cfg),
+        "split": split_summary(cfg, prepared),
         "snapshot": str(snapshot_path),
         "training": training,
         "llm": with_replies(llm_stats(llm), llm),
@@ -181,7 +182,7 @@ def evaluate_all(
     )
     results = {
         "config": config_json(cfg),
-        "split": {k: len(v) for k, v in asdict(prepared.split).items()},
+        "split": split_summary(cfg, prepared),
         "snapshot": {"path": str(cfg.store), "records": len(snapshot.records), "manifest": snapshot.manifest},
         "policies": policies,
         "llm": with_replies(llm_stats(llm), llm),

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cm_gym.core.splits import make_split
 from cm_gym.core.types import Split, SplitOverlapError, Task
 from cm_gym.domains.registry import BenchmarkSpec, get_benchmark, get_domain
 from cm_gym.protocol.config import ProtocolConfig, ProtocolError, jsonable
@@ -28,6 +27,7 @@ class Prepared:
     tasks: dict[str, Task]
     split: Split
     excluded: dict[str, list[str]] | None = None
+    split_kind: str = ""
 
 
 def prepare(cfg: ProtocolConfig) -> Prepared:
@@ -37,7 +37,8 @@ def prepare(cfg: ProtocolConfig) -> Prepared:
     cfg.validate()
     spec = get_benchmark(cfg.benchmark)
     tasks = spec.load(cfg.data)
-    split = make_split(tasks, seed=cfg.split_seed, by_env=spec.split_by_env)
+    kind = spec.split_kind(cfg.split_by)
+    split = spec.make_split(tasks, seed=cfg.split_seed, split=kind)
     excluded = None
     if cfg.llm.startswith("recorded:"):
         split, excluded = _recorded_only(cfg.llm, split, tasks)
@@ -50,7 +51,22 @@ def prepare(cfg: ProtocolConfig) -> Prepared:
         eval=split.eval[: cfg.n_eval] if cfg.n_eval else split.eval,
     )
     split.check()
-    return Prepared(spec, {t.task_id: t for t in tasks}, split, excluded)
+    return Prepared(spec, {t.task_id: t for t in tasks}, split, excluded, kind)
+
+
+def split_summary(cfg: ProtocolConfig, prepared: Prepared) -> dict[str, Any]:
+    """What ``results.json`` says of the split: the side sizes (as before), the kind, its label
+    and its seed (`cm_gym.core.splits`: "sampled" = the paper's App. D.2 split, "environments" =
+    the "new environment" condition), so two result files are never compared across splits
+    unknowingly."""
+    from dataclasses import asdict
+
+    from cm_gym.core.splits import SPLIT_LABELS
+
+    out: dict[str, Any] = {k: len(v) for k, v in asdict(prepared.split).items()}
+    kind = prepared.split_kind or prepared.spec.split_kind(cfg.split_by)
+    out.update(kind=kind, label=SPLIT_LABELS[kind], seed=cfg.split_seed)
+    return out
 
 
 def _recorded_only(spec: str, split: Split, tasks: Sequence[Task]) -> tuple[Split, dict[str, list[str]]]:
