@@ -141,6 +141,7 @@ OPTIONS: dict[str, Opt] = {
     "llm_max_tokens": Opt("reply length limit of a real LLM, part of the cache key (default $CM_GYM_LLM_MAX_TOKENS, else 1024)", pos_int, metavar="N"),
     "llm_retries": Opt("re-sends of a failed real LLM call (never of a timed-out one; default $CM_GYM_LLM_RETRIES, else 4)", nonneg_int, metavar="N"),
     "split_seed": Opt("seed of the build / train / eval split", nonneg_int, metavar="SEED"),
+    "admit_a_minus": Opt("which failed actions a⁻ construction stores: auto (only real model text when the drafts are real, e.g. recorded:<system>) | real | any (simulated revisions of real drafts too)", choices=lambda: ("auto", "real", "any")),
     "split_by": Opt("how to split: tasks (paper App. D.2: sampled by seed, shared ids removed; SpiderSQL's default) | databases (environments apart: the 'new environment' condition) | shuffled (default: the benchmark's own)", split_name, metavar="NAME"),
     "split_seeds": Opt("rotate the split (SpiderSQL: the eval databases) over these seeds, one run each, pooled (cm-gym run)", nonneg_int, metavar="SEED"),
     "max_decisions": Opt("decision budget per task", pos_int, metavar="N"),

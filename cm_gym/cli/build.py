@@ -55,6 +55,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--limit", type=pos_int, default=None, help="only the first N tasks of the split")
     p.add_argument(
+        "--admit-a-minus",
+        choices=("auto", "real", "any"),
+        default="auto",
+        help="which failed actions a⁻ may be stored: auto (only real model text when the drafts are real, "
+        "e.g. recorded:<system>; default) | real (always only real) | any (simulated revisions too)",
+    )
+    p.add_argument(
         "--llm",
         default="simulated",
         type=llm_spec,
@@ -162,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
         reuse_policy=args.reuse_policy,
         verification_budget=args.verification_budget,
         seed=args.seed,
+        admit_a_minus=args.admit_a_minus,
     )
     # a recipe, not an instance: speculation workers (--workers) build the same LLM from it
     llm_recipe = functools.partial(

@@ -87,6 +87,9 @@ class ProtocolConfig:
     use_conditions: bool = True
     retrieval: str = "matched"
     retention: str = "utility"
+    #: which a⁻ construction admits (`cm_gym.memory.provenance`): "auto" (only real model text when
+    #: the drafts are real), "real" or "any"
+    admit_a_minus: str = "auto"
     store: Path | None = None
     n_build: int | None = None
     n_train: int | None = None
@@ -141,6 +144,8 @@ class ProtocolConfig:
             raise ProtocolError(
                 "--split-seeds builds memory on each split's T_build; a given --store belongs to one split"
             )
+        if self.admit_a_minus not in ("auto", "real", "any"):
+            raise ProtocolError(f"admit_a_minus must be auto, real or any, got {self.admit_a_minus!r}")
         if self.split_by is not None:
             from cm_gym.core.splits import split_kind
 

@@ -22,6 +22,7 @@ from cm_gym.protocol.stores import (
     make_protocol_llm,
     prepare,
     recorded_summary,
+    snapshot_summary,
     split_summary,
 )
 
@@ -79,11 +80,7 @@ def run_protocol(
     results = {
         "config": config_json(cfg),
         "split": split_summary(cfg, prepared),
-        "snapshot": {
-            "path": str(snapshot_path),
-            "records": len(snapshot.records),
-            "manifest": snapshot.manifest,
-        },
+        "snapshot": snapshot_summary(snapshot_path, snapshot),
         "training": training,
         "policies": policies,
         "timings": timings,
@@ -183,7 +180,7 @@ def evaluate_all(
     results = {
         "config": config_json(cfg),
         "split": split_summary(cfg, prepared),
-        "snapshot": {"path": str(cfg.store), "records": len(snapshot.records), "manifest": snapshot.manifest},
+        "snapshot": snapshot_summary(Path(cfg.store), snapshot),
         "policies": policies,
         "llm": with_replies(llm_stats(llm), llm),
         "provenance": provenance(prepared.split, prepared.tasks),

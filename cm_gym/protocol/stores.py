@@ -110,6 +110,23 @@ def recorded_summary(cfg: ProtocolConfig, prepared: Prepared, llm: Any = None) -
     }
 
 
+def snapshot_summary(path: Path | str, snapshot: Any) -> dict[str, Any]:
+    """What ``results.json`` says of the store: its path, record count, manifest, and how many
+    records have each provenance of a⁻ and of a⁺ (`cm_gym.memory.record.PROVENANCES`)."""
+    from collections import Counter
+
+    records = list(snapshot.records)
+    return {
+        "path": str(path),
+        "records": len(records),
+        "manifest": snapshot.manifest,
+        "provenance": {
+            "a_minus": dict(Counter(r.a_minus_provenance for r in records)),
+            "a_plus": dict(Counter(r.a_plus_provenance for r in records)),
+        },
+    }
+
+
 def check_snapshot(snapshot: Any, prepared: Prepared) -> None:
     """Refuse a snapshot of another domain / benchmark, or one built on evaluation tasks."""
     domain = get_domain(prepared.spec.domain_name)
@@ -178,7 +195,7 @@ def build_snapshot(
             store,
             llm,
             domain.make_evaluator(),
-            ConstructionConfig(retention=cfg.retention),
+            ConstructionConfig(retention=cfg.retention, admit_a_minus=cfg.admit_a_minus),
             agent_kind=cfg.agent,
             max_decisions=cfg.max_decisions,
             progress=progress,
