@@ -63,7 +63,10 @@ class Cost:
 class Decision:
     """The result of one decision: the memory-free draft, the executed action and its outcome.
     `changed` is the domain's verdict on draft vs action (`Domain.action_changed`: parsed,
-    normalised actions; two unusable replies are no change); None falls back to the text."""
+    normalised actions; two unusable replies are no change); None falls back to the text.
+    `draft_mark` / `action_mark` are the provenance marks (`Completion.provenance`: "real:<system>",
+    "simulated", "" when the backend does not say) of the replies the draft and the executed
+    action came from: the revision's when a record changed the action, else the draft's."""
 
     state: AgentState
     draft: str
@@ -72,6 +75,8 @@ class Decision:
     record_id: str | None
     cost: Cost
     changed: bool | None = None
+    draft_mark: str = ""
+    action_mark: str = ""
 
     @property
     def changed_by_memory(self) -> bool:
@@ -91,6 +96,8 @@ class BaseAgent:
         if kind not in AGENT_KINDS:
             raise ValueError(f"agent kind must be one of {AGENT_KINDS}, got {kind!r}")
         self.llm, self.domain, self.evaluator, self.kind = llm, domain, evaluator, kind
+        self._draft_mark: tuple[str, str] = ("", "")  # (last parsed draft, its reply's provenance)
+        self._revision_mark = ""  # the provenance of the last revision's reply
 
     # -- LLM calls --------------------------------------------------------------------------
     def _fields(self, state: AgentState, **extra: Any) -> dict[str, Any]:
@@ -113,7 +120,14 @@ class BaseAgent:
         """DRAFT_ACTION: the memory-free draft â_t."""
         completion = self.llm.complete(DRAFT_ACTION, self._fields(state))
         cost.charge(completion)
-        return self.domain.parse_action(completion.text)
+        action = self.domain.parse_action(completion.text)
+        self._draft_mark = (action, completion.provenance or "")
+        return action
+
+    def draft_mark(self, draft: str) -> str:
+        """The provenance mark of the reply `draft` came from, when it is this agent's last draft
+        ("" otherwise, or when the backend does not say)."""
+        return self._draft_mark[1] if self._draft_mark[0] == draft else ""
 
     def revise(self, state: AgentState, draft: str, record: RecordView, cost: Cost) -> str:
         """REVISE_WITH_RECORD with exactly one record; the LLM may return the draft unchanged."""
@@ -127,6 +141,7 @@ class BaseAgent:
         )
         completion = self.llm.complete(REVISE_WITH_RECORD, fields)
         cost.charge(completion)
+        self._revision_mark = completion.provenance or ""
         revised = self.domain.parse_action(completion.text)
         return revised or draft
 
@@ -147,6 +162,7 @@ class BaseAgent:
             extra[f"record_{i}_a_plus"] = record.a_plus
         completion = self.llm.complete(REVISE_WITH_RECORDS, self._fields(state, **extra))
         cost.charge(completion)
+        self._revision_mark = completion.provenance or ""
         revised = self.domain.parse_action(completion.text)
         return revised or draft
 
@@ -193,7 +209,11 @@ class BaseAgent:
         if not outcome.solved:
             new_state = self.reflect(new_state, cost)
         changed = record is not None and self.domain.action_changed(draft, action)
-        return Decision(new_state, draft, action, outcome, attempt.record_id, cost, changed)
+        mark = self.draft_mark(draft)
+        return Decision(
+            new_state, draft, action, outcome, attempt.record_id, cost, changed,
+            mark, self._revision_mark if changed else mark,
+        )  # fmt: skip
 
     def decide_with_records(
         self, state: AgentState, records: Sequence[RecordView], draft: str | None = None
@@ -214,7 +234,11 @@ class BaseAgent:
         if not outcome.solved:
             new_state = self.reflect(new_state, cost)
         changed = self.domain.action_changed(draft, action)
-        return Decision(new_state, draft, action, outcome, record_id, cost, changed)
+        mark = self.draft_mark(draft)
+        return Decision(
+            new_state, draft, action, outcome, record_id, cost, changed,
+            mark, self._revision_mark if changed else mark,
+        )  # fmt: skip
 
 
 def unusable_feedback(domain: Domain, action: str, outcome: Outcome) -> Outcome:

@@ -83,7 +83,7 @@ def benchmark_name(text: str) -> str:
 
 
 def llm_spec(text: str) -> str:
-    """argparse type: "simulated", "openai", "openai:<model>", "recorded:<system>" or
+    """argparse type: "simulated", "openai", "openai:<model>", "recorded:<system>[+cascade]" or
     "local:<model>" (a pinned model of `cm_gym.llm.gguf_models.MODELS`)."""
     kind, _, rest = text.partition(":")
     if kind not in ("simulated", "openai", "recorded", "local") or (
@@ -98,6 +98,17 @@ def llm_spec(text: str) -> str:
         if rest not in MODELS:
             raise argparse.ArgumentTypeError(f"unknown local model {rest!r}; known: {', '.join(MODELS)}")
     return text
+
+
+def split_name(text: str) -> str:
+    """argparse type: a split name (`cm_gym.core.splits.SPLIT_NAMES`: tasks, databases, ...)."""
+    from cm_gym.core.splits import split_kind
+
+    try:
+        split_kind(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text.strip().lower()
 
 
 def _choices(module: str, name: str) -> Callable[[], Sequence[str]]:
@@ -129,7 +140,7 @@ OPTIONS: dict[str, Opt] = {
     "total_decisions": Opt("decisions of selector training per seed", pos_int, metavar="N"),
     "checkpoint_every": Opt("decisions between validation checkpoints", pos_int, metavar="N"),
     "agent": Opt("base agent loop", choices=_choices("cm_gym.agent", "AGENT_KINDS")),
-    "llm": Opt("LLM: simulated | openai | openai:<model> | recorded:<system> (real published drafts)", llm_spec, metavar="SPEC"),
+    "llm": Opt("LLM: simulated | openai | openai:<model> | recorded:<system> (real published drafts; the same system when retried) | recorded:<system>+cascade (later drafts from stronger published systems: the 'cascade' row)", llm_spec, metavar="SPEC"),
     "llm_seed": Opt("seed of the (simulated) LLM", nonneg_int, metavar="SEED"),
     "llm_cache": Opt("LLM response cache file (default: under $CM_GYM_CACHE)", Path, metavar="FILE"),
     "llm_cache_mode": Opt("rw, ro (replay only: a miss is an error) or off", choices=_choices("cm_gym.llm.factory", "CACHE_MODES")),
@@ -138,6 +149,8 @@ OPTIONS: dict[str, Opt] = {
     "llm_max_tokens": Opt("reply length limit of a real LLM, part of the cache key (default $CM_GYM_LLM_MAX_TOKENS, else 1024)", pos_int, metavar="N"),
     "llm_retries": Opt("re-sends of a failed real LLM call (never of a timed-out one; default $CM_GYM_LLM_RETRIES, else 4)", nonneg_int, metavar="N"),
     "split_seed": Opt("seed of the build / train / eval split", nonneg_int, metavar="SEED"),
+    "admit_a_minus": Opt("which failed actions a⁻ construction stores: auto (only real model text when the drafts are real, e.g. recorded:<system>) | real | any (simulated revisions of real drafts too)", choices=lambda: ("auto", "real", "any")),
+    "split_by": Opt("how to split: tasks (paper App. D.2: sampled by seed, shared ids removed; SpiderSQL's default) | databases (environments apart: the 'new environment' condition) | shuffled (default: the benchmark's own)", split_name, metavar="NAME"),
     "split_seeds": Opt("rotate the split (SpiderSQL: the eval databases) over these seeds, one run each, pooled (cm-gym run)", nonneg_int, metavar="SEED"),
     "max_decisions": Opt("decision budget per task", pos_int, metavar="N"),
     "k": Opt("records retrieved per decision (0..4)", slots, metavar="K"),

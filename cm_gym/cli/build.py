@@ -13,7 +13,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cm_gym.cli._args import add_llm_limit_options, llm_limit_kwargs, llm_spec, nonneg_int, pos_int
+from cm_gym.cli._args import (
+    add_llm_limit_options,
+    llm_limit_kwargs,
+    llm_spec,
+    nonneg_int,
+    pos_int,
+    split_name,
+)
 
 
 def _counts(text: str) -> tuple[int, ...]:
@@ -38,7 +45,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--split", choices=("build", "all"), default="build", help="tasks to build on (default build)"
     )
     p.add_argument("--split-seed", type=nonneg_int, default=12345, help="seed of the build/train/eval split")
+    p.add_argument(
+        "--split-by",
+        default=None,
+        type=split_name,
+        metavar="NAME",
+        help="which split's build side: tasks (paper App. D.2) | databases (environments apart) | "
+        "shuffled (default: the benchmark's own)",
+    )
     p.add_argument("--limit", type=pos_int, default=None, help="only the first N tasks of the split")
+    p.add_argument(
+        "--admit-a-minus",
+        choices=("auto", "real", "any"),
+        default="auto",
+        help="which failed actions a⁻ may be stored: auto (only real model text when the drafts are real, "
+        "e.g. recorded:<system>; default) | real (always only real) | any (simulated revisions too)",
+    )
     p.add_argument(
         "--llm",
         default="simulated",
@@ -122,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
     tasks = spec.load(args.data)
     by_id = {t.task_id: t for t in tasks}
     if args.split == "build":
-        ids = list(make_split(tasks, seed=args.split_seed, by_env=spec.split_by_env).build)
+        kind = spec.split_kind(args.split_by)
+        ids = list(make_split(tasks, seed=args.split_seed, kind=kind).build)
     else:
         print("warning: building on all tasks: do not evaluate on this store's benchmark", file=sys.stderr)
         ids = [t.task_id for t in tasks]
@@ -146,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
         reuse_policy=args.reuse_policy,
         verification_budget=args.verification_budget,
         seed=args.seed,
+        admit_a_minus=args.admit_a_minus,
     )
     # a recipe, not an instance: speculation workers (--workers) build the same LLM from it
     llm_recipe = functools.partial(

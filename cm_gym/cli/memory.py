@@ -107,6 +107,13 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
+#: What the provenance marks mean (`cm_gym.memory.record.PROVENANCES`), printed beside them.
+PROVENANCE_NOTE = (
+    "real = a real system's output verbatim, real-revision = a real model's revision, "
+    "simulated = the simulated LLM's text, edit = a rule-based edit, unknown = not recorded"
+)
+
+
 def run_show(args: argparse.Namespace) -> int:
     from cm_gym.memory.retrieval import record_view
 
@@ -124,6 +131,7 @@ def run_show(args: argparse.Namespace) -> int:
     print(f"condition c   {r.condition or 'none (always applicable)'}")
     print(f"a-            {r.a_minus}")
     print(f"a+            {r.a_plus}")
+    print(f"provenance    a- {r.a_minus_provenance}, a+ {r.a_plus_provenance} ({PROVENANCE_NOTE})")
     print(f"evidence e    score {ev.get('score_minus')} -> {ev.get('score_plus')} (Δ = {r.delta:.3f})")
     for key, label in (("feedback_minus", "a- feedback"), ("feedback_plus", "a+ feedback")):
         if ev.get(key):

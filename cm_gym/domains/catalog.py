@@ -18,7 +18,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 
-from cm_gym.core.types import CmGymError, Task
+from cm_gym.core.types import CmGymError, Split, Task
 from cm_gym.domains.base import Domain, LoadReport
 
 logger = logging.getLogger(__name__)
@@ -40,7 +40,9 @@ class BenchmarkSpec:
     the protocol and the default store call it through `load`: no arguments, or ``root=`` a data
     folder);
     `env_kwargs` are defaults passed to the env; `split_by_env` asks the default split to keep
-    environments (databases, repositories) disjoint between build/train and eval;
+    environments (databases, repositories) disjoint between build/train and eval; `default_split`,
+    when set, names the default split instead (one of `cm_gym.core.splits.SPLIT_NAMES`: SpiderSQL's
+    is ``"tasks"``, the paper's App. D.2 split; `make_split` takes another by name);
     `default_n_build` caps the build tasks of the default store that a bare ``gym.make`` builds on
     first use (for benchmarks whose world model takes seconds per check; None = the whole build
     split). The protocol (``cm-gym run`` / ``build``) builds on its own, full split. `data_layout`
@@ -54,6 +56,7 @@ class BenchmarkSpec:
     version: int = 0
     namespace: str = "cm_gym"
     split_by_env: bool = False
+    default_split: str = ""
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     default_n_build: int | None = None
     data_layout: str = ""
@@ -61,6 +64,23 @@ class BenchmarkSpec:
     @property
     def env_id(self) -> str:
         return f"{self.namespace}/{self.name}-v{self.version}"
+
+    def split_kind(self, split: str | None = None) -> str:
+        """The split kind (`cm_gym.core.splits.SPLIT_KINDS`) of `split` (a name such as "tasks" or
+        "databases"), or of this benchmark's default when None / "default"."""
+        from cm_gym.core.splits import split_kind
+
+        if split and split != "default":
+            return split_kind(split)
+        if self.default_split:
+            return split_kind(self.default_split)
+        return "environments" if self.split_by_env else "shuffled"
+
+    def make_split(self, tasks: Sequence[Task], *, seed: int, split: str | None = None) -> Split:
+        """The seeded build / train / eval split of `tasks` of kind `split_kind(split)`."""
+        from cm_gym.core.splits import make_split
+
+        return make_split(tasks, seed=seed, kind=self.split_kind(split))
 
     @property
     def domain_name(self) -> str:

@@ -153,10 +153,14 @@ def check_reset_options(options: Any) -> dict[str, Any]:
 
 
 def resolve_tasks(
-    spec: BenchmarkSpec, tasks: str | Sequence[Task | str], data: str | Path | None = None
+    spec: BenchmarkSpec,
+    tasks: str | Sequence[Task | str],
+    data: str | Path | None = None,
+    split_name: str | None = None,
 ) -> tuple[Task, ...]:
-    """A split name of the default split (seed 12345), a list of Task, or a list of task ids;
-    names and ids refer to the tasks loaded from `data` (the benchmark's default when None)."""
+    """A side name of the split `split_name` (seed 12345; None: the benchmark's default split,
+    `BenchmarkSpec.split_kind`), a list of Task, or a list of task ids; names and ids refer to the
+    tasks loaded from `data` (the benchmark's default when None)."""
     if isinstance(tasks, str):
         if tasks not in SPLIT_NAMES:
             raise EnvConfigError(f"tasks={tasks!r}: use a split name {SPLIT_NAMES} or a list of tasks/ids")
@@ -165,7 +169,7 @@ def resolve_tasks(
             return everything
         from cm_gym.core.splits import make_split
 
-        split = make_split(everything, seed=SPLIT_SEED, by_env=spec.split_by_env)
+        split = make_split(everything, seed=SPLIT_SEED, kind=spec.split_kind(split_name))
         wanted = set(getattr(split, tasks))
         chosen = tuple(t for t in everything if t.task_id in wanted)
         if not chosen:
@@ -198,9 +202,11 @@ def resolve_store(
     *,
     allow_cross_benchmark: bool,
     data: str | Path | None = None,
+    split_name: str | None = None,
 ) -> Any:
     """A FrozenStore from a FrozenStore, a path or None (the benchmark's default snapshot, built
-    from the tasks of `data` when given and keyed by their content).
+    from the tasks of `data` when given and keyed by their content, on the build side of the split
+    `split_name`).
 
     Refused before any work starts: a writable RecordStore, a store of another domain, a store
     built for another benchmark (unless `allow_cross_benchmark`), a store with another embedder."""
@@ -209,7 +215,7 @@ def resolve_store(
     if store is None:
         from cm_gym.memory.defaults import default_snapshot
 
-        store = default_snapshot(spec.name, data=data_key(data))
+        store = default_snapshot(spec.name, data=data_key(data), split_by=split_name)
     if isinstance(store, (str, Path)):
         from cm_gym.memory.schema import manifest_path, snapshot_reason
 

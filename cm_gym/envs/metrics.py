@@ -15,6 +15,10 @@ turns a list of episode dicts into:
 
 - decision score 0–100: 100 × mean U of every executed action (per *decision*; it rewards a
   policy that solves at the first decision, where the per-task score only sees the last one).
+- first-decision score 0–100: 100 × mean U of each task's *first* executed action (per task; for
+  the memory-free policy, the share of tasks its first draft solves). Beside the budget score it
+  says how much of a score the later decisions add (on recorded drafts: the same system asked
+  again, or a cascade of stronger systems).
 
 An episode in which a world model's wall-clock hang guard stopped a check (step info
 ``outcome_status == "infrastructure"``: the machine, not the action; `cm_gym.evaluators.budgets`)
@@ -61,6 +65,8 @@ class EpisodeCounters:
     uses_better_than_draft: int = 0
     invalid_actions: int = 0
     decision_score_sum: float = 0.0
+    first_score: float = 0.0  # U of the first executed action (the first decision)
+    first_solved: bool = False
     episode_return: float = 0.0
     record_ids: list[str] = field(default_factory=list)
     infrastructure: int = 0  # decisions whose check the hang guard stopped (the episode is not scored)
@@ -72,6 +78,8 @@ class EpisodeCounters:
         self.decisions += 1
         self.solved = bool(info.get("solved", False))
         self.score = float(info.get("score", 0.0))
+        if self.decisions == 1:
+            self.first_score, self.first_solved = self.score, self.solved
         self.decision_score_sum += self.score
         self.evaluator_calls = int(info.get("evaluator_calls", self.evaluator_calls))
         self.failures = int(info.get("failures", self.failures))
@@ -135,6 +143,7 @@ RATE_METRICS = (
 )
 SCALAR_METRICS = (
     "score",
+    "first_decision_score",
     "decision_score",
     "solve_rate",
     "total_tokens_m",
@@ -176,6 +185,8 @@ def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             else None
         ),
         "decisions": decisions,
+        "first_decision_score": _first_decision_score(episodes),
+        "n_first_solved": sum(bool(e.get("first_solved", False)) for e in episodes),
         "solve_rate": 100.0 * solved / n if n else None,
         "total_tokens_m": tokens / 1e6,
         "mean_return": sum(float(e.get("episode_return", 0.0)) for e in episodes) / n if n else None,
@@ -194,6 +205,15 @@ def summarize(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "n_infrastructure": n_infrastructure,
         "budget_kinds": sorted({k for e in episodes for k in e.get("budget_kinds", ())}),
     }
+
+
+def _first_decision_score(episodes: Sequence[Mapping[str, Any]]) -> float | None:
+    """100 × mean U of the first decision per task; None when no episode reports it (episode
+    dicts written before the metric existed) or there are none."""
+    firsts = [float(e["first_score"]) for e in episodes if "first_score" in e and int(e.get("decisions", 0))]
+    if not episodes or len(firsts) != len(episodes):
+        return None
+    return 100.0 * sum(firsts) / len(firsts)
 
 
 def paired(
@@ -404,6 +424,7 @@ def pool_summaries(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "n_tasks": n,
         "n_solved": sum(int(p["n_solved"]) for p in parts),
         "score": weighted("score", "n_tasks"),
+        "first_decision_score": weighted("first_decision_score", "n_tasks"),
         "decision_score": weighted("decision_score", "decisions"),
         "decisions": decisions,
         "total_tokens_m": sum(float(p.get("total_tokens_m") or 0.0) for p in parts),

@@ -112,6 +112,10 @@ class MemorySelectionEnv(
     - ``store``: a `FrozenStore`, a snapshot path, or None for the benchmark's default snapshot.
     - ``tasks``: split name ("build", "train", "validation", "eval", "all"; default split, seed
       12345), a list of `Task` or a list of task ids. Default "train".
+    - ``split_by``: which split the split names refer to (and whose build side the default store
+      is built on): "tasks" (paper App. D.2: sampled by seed, shared ids removed; SpiderSQL's
+      default), "databases" / "envs" (environments apart: the "new environment" condition) or
+      "shuffled"; None: the benchmark's own (`BenchmarkSpec.split_kind`).
     - ``data``: a data folder in the benchmark's layout (`BenchmarkSpec.data_layout`): split names
       and task ids then refer to its tasks, and the default store is built from them. None: the
       benchmark's own data.
@@ -185,6 +189,7 @@ class MemorySelectionEnv(
         llm_max_tokens: int | None = None,
         llm_retries: int | None = None,
         llm_concurrency: int | None = None,
+        split_by: str | None = None,
     ) -> None:
         self._init_kwargs: dict[str, Any] = {
             k: v for k, v in locals().items() if k not in ("self", "__class__")
@@ -204,7 +209,11 @@ class MemorySelectionEnv(
         self.benchmark = self.benchmark_spec.name
         self.domain = get_domain(self.benchmark_spec.domain_name)
         self.data = data
-        self.tasks: tuple[Task, ...] = resolve_tasks(self.benchmark_spec, tasks, data)
+        try:
+            self.split_kind = self.benchmark_spec.split_kind(split_by)
+        except ValueError as exc:
+            raise EnvConfigError(str(exc)) from None
+        self.tasks: tuple[Task, ...] = resolve_tasks(self.benchmark_spec, tasks, data, split_by)
         foreign = sorted({t.domain for t in self.tasks} - {self.domain.name})
         if foreign:
             raise EnvConfigError(f"tasks of domain(s) {foreign} given to a {self.domain.name!r} benchmark")
@@ -217,6 +226,7 @@ class MemorySelectionEnv(
             self.embedder.embedder_id,
             allow_cross_benchmark=allow_cross_benchmark,
             data=data,
+            split_name=split_by,
         )
         self.agent_kind, self.max_decisions, self.k = agent, int(max_decisions), int(k)
         self.max_evaluator_calls = int(max_evaluator_calls or max_decisions)

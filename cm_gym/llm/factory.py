@@ -34,9 +34,11 @@ def make_llm(
     fitted to a real system (`cm_gym.llm.profiles`); "simulated:default" is plain "simulated".
     "local:<model>": a real coder model on this machine's CPUs (`cm_gym.llm.local_llm`: llama.cpp
     engines started on the first live call; `kw` may carry ``engines``, ``threads``,
-    ``prompt_cache``, ``attach``). "recorded:<system>": a real system's published outputs as drafts, the simulator where no real
-    reply exists (`cm_gym.llm.recorded`; `kw` may carry the simulator's ``revision_rates`` and the
-    outputs' ``root``).
+    ``prompt_cache``, ``attach``).
+    "recorded:<system>": a real system's published outputs as drafts (the same system at every
+    decision), the simulator where no real reply exists (`cm_gym.llm.recorded`; `kw` may carry the
+    simulator's ``revision_rates`` and the outputs' ``root``); "recorded:<system>+cascade": later
+    drafts climb the system's ladder of stronger published systems (a named option, never "None").
 
     Caching: every non-simulated backend goes through a `CachedLLM` — on `cache_path`, or the
     default file ``$CM_GYM_CACHE/llm/responses.sqlite`` when it is None or ``"default"`` (for

@@ -8,15 +8,20 @@ published output answers a task (`Domain.recording_key`) and what reply it stand
 * **DRAFT_ACTION, first decision** (no failed attempt yet): the system's own published output for
   the task, verbatim, marked ``real:<system>``. The agent extracts the action with the domain's own
   parser (`Domain.parse_action`), as for any real reply.
-* **DRAFT_ACTION after n failed attempts**: rung n of the system's *ladder* (`LADDERS`), a
-  documented "more effort" sequence of real systems on the same task: Spider GPT-4 zero-shot →
-  few-shot → DIN-SQL (decomposition + self-correction) → DAIL-SQL → DAIL-SQL + self-consistency;
-  Codex few-shot → DIN-SQL; HumanEval GPT-4 → GPT-4 + Reflexion (the same model after
-  self-reflection on test feedback). The reply is that system's published output, verbatim,
-  marked ``real:<that system>``. Past the top rung — and for a system on no ladder, such as the
-  DafnyBench models, whose published output already is their answer after up to 10 rounds of
-  verifier feedback — the top rung's output is given again (a frozen model asked once more). A
-  rung with no output for the task falls back to the rung below it.
+* **DRAFT_ACTION after n failed attempts** (``recorded:<system>``, the default): the *same*
+  system's published output again. A frozen model asked once more gives its published answer
+  again; a memory-free agent ("None") is that one system, as for Dafny, whose published outputs
+  already are answers after up to 10 rounds of verifier feedback.
+* **DRAFT_ACTION after n failed attempts, cascade** (``recorded:<system>+cascade``, named and
+  reported apart, never as "None"): rung n of the system's *ladder* (`LADDERS`), a documented
+  "more effort" sequence of real systems on the same task: Spider GPT-4 zero-shot → few-shot →
+  DIN-SQL (decomposition + self-correction) → DAIL-SQL → DAIL-SQL + self-consistency; Codex
+  few-shot → DIN-SQL; HumanEval GPT-4 → GPT-4 + Reflexion. The reply is that system's published
+  output, verbatim, marked ``real:<that system>``; it never saw the agent's feedback (the world
+  model's check only decides when to move on), so a memory-free cascade is a cascade of stronger
+  systems, not one model retried. Past the top rung the top rung's output is given again; a rung
+  with no output for the task falls back to the rung below it; a system on no ladder repeats
+  itself.
 * **Every other template** (REVISE_WITH_RECORD, GENERATE_LOCAL_ALTERNATIVES, DISTIL_RECORD,
   REFLECT, BEST_OF_N_JUDGE, the memory mechanisms' templates): no real reply exists, so the
   simulator answers (`SimulatedLLM`, same seed and revision rates; its revision is the calibrated
@@ -27,7 +32,8 @@ published output answers a task (`Domain.recording_key`) and what reply it stand
   to them and reports how many it left out).
 
 Every reply is counted by provenance (`replies`, `cm_gym.llm.replies`); the response cache keeps the
-mark with a cached reply.
+mark with a cached reply, and its key names the cascade and the ladder (`cache_identity`), so a
+cascade's later drafts are never replayed to the plain configuration or the other way round.
 """
 
 from __future__ import annotations
@@ -47,7 +53,10 @@ from cm_gym.llm.replies import SIMULATED, ReplyCounts, real
 
 logger = logging.getLogger(__name__)
 
-RECORDED_VERSION = "1"
+#: "2": later drafts repeat the system unless the spec asks for the cascade (the key says which)
+RECORDED_VERSION = "2"
+#: The spec suffix that asks for the ladder of stronger systems at later drafts.
+CASCADE_SUFFIX = "+cascade"
 #: Systems of the shared data folder and the file that holds their outputs (others are searched).
 SYSTEM_KINDS: Mapping[str, str] = {
     **dict.fromkeys(
@@ -65,7 +74,8 @@ SYSTEM_KINDS: Mapping[str, str] = {
     **dict.fromkeys(("gpt-4o", "gpt-4-turbo", "gpt-3.5-turbo", "claude-3-opus", "codellama-7b"), "dafny"),
     **dict.fromkeys(("gpt-4", "gpt-4-reflexion"), "humaneval"),
 }
-#: "More effort" sequences of real systems: a later draft is the next rung's published output.
+#: "More effort" sequences of real systems: with ``+cascade``, a later draft is the next rung's
+#: published output.
 LADDERS: tuple[tuple[str, ...], ...] = (
     ("gpt-4-zero-shot", "gpt-4-few-shot", "gpt-4-din-sql", "gpt-4-dail-sql", "gpt-4-dail-sql-sc"),
     ("codex-few-shot", "codex-din-sql"),
@@ -77,9 +87,24 @@ class RecordingMissingError(LLMError):
     """The recorded system published no output for this task: it is refused, never simulated."""
 
 
+def split_cascade(spec: str) -> tuple[str, bool]:
+    """``(spec without the cascade suffix, whether it asked for the cascade)`` of the part after
+    ``recorded:`` (``"gpt-4-zero-shot+cascade"`` → ``("gpt-4-zero-shot", True)``)."""
+    spec = spec.strip()
+    if spec.endswith(CASCADE_SUFFIX):
+        return spec[: -len(CASCADE_SUFFIX)].strip(), True
+    return spec, False
+
+
+def is_cascade(llm_spec: str) -> bool:
+    """Whether an LLM spec is a recorded cascade (``recorded:<system>+cascade``)."""
+    return llm_spec.startswith("recorded:") and split_cascade(llm_spec.split(":", 1)[1])[1]
+
+
 def parse_system(spec: str) -> tuple[str | None, str]:
     """``(kind or None, system)`` of ``"<system>"`` or ``"<kind>/<system>"`` (the part after
-    ``recorded:``)."""
+    ``recorded:``; a ``+cascade`` suffix is ignored here)."""
+    spec = split_cascade(spec)[0]
     kind, sep, system = spec.partition("/")
     if sep and kind in KINDS:
         return kind, system
@@ -89,7 +114,7 @@ def parse_system(spec: str) -> tuple[str | None, str]:
 def resolve_system(spec: str, root: str | Path | None = None) -> Recordings:
     """The recordings holding `spec`'s outputs (`parse_system`); one clear error when the file is
     missing or no file knows the system."""
-    kind, system = parse_system(spec.strip())
+    kind, system = parse_system(spec)
     if not system:
         raise LLMError("recorded:<system> needs a system name, e.g. recorded:gpt-4-zero-shot")
     kind = kind or SYSTEM_KINDS.get(system)
@@ -132,8 +157,9 @@ def _failed_attempts(rendered: Rendered) -> int:
 
 
 class RecordedLLM:
-    """Real published outputs as first drafts, a ladder of real systems for later drafts, and the
-    simulator where no real reply exists (see the module docstring)."""
+    """Real published outputs as drafts (the same system at every decision, or with `cascade` a
+    ladder of stronger real systems at later ones), and the simulator where no real reply exists
+    (see the module docstring). `cascade` may also come as the spec suffix ``+cascade``."""
 
     def __init__(
         self,
@@ -142,14 +168,16 @@ class RecordedLLM:
         task_lookup: Any = None,
         revision_rates: str | Path | Mapping[str, Any] | None = None,
         root: str | Path | None = None,
+        cascade: bool = False,
     ) -> None:
         from cm_gym.llm.simulated import SimulatedLLM
 
         self.recordings = resolve_system(system, root)
         self.kind = self.recordings.kind
-        self.system = parse_system(system.strip())[1]
-        self.ladder = ladder_of(self.system, self.recordings.systems)
-        self.name = f"recorded:{self.system}"
+        self.system = parse_system(system)[1]
+        self.cascade = bool(cascade) or split_cascade(system)[1]
+        self.ladder = ladder_of(self.system, self.recordings.systems) if self.cascade else (self.system,)
+        self.name = f"recorded:{self.system}" + (CASCADE_SUFFIX if self.cascade else "")
         self.seed = int(seed)
         self.simulator = SimulatedLLM(seed=seed, task_lookup=task_lookup, revision_rates=revision_rates)
         self.replies = ReplyCounts()
@@ -160,6 +188,7 @@ class RecordedLLM:
             "backend": "recorded",
             "version": RECORDED_VERSION,
             "system": self.system,
+            "cascade": self.cascade,
             "ladder": list(self.ladder),
             "simulator": self.simulator.cache_identity(),
         }
@@ -170,8 +199,9 @@ class RecordedLLM:
         return key_of(task)
 
     def output_for(self, task: Task, failed_attempts: int = 0) -> RecordedOutput:
-        """The published output that is the draft after `failed_attempts` failures (see the module
-        docstring); `RecordingMissingError` when the system itself published none for `task`."""
+        """The published output that is the draft after `failed_attempts` failures: the system's
+        own, or with the cascade its ladder's rung (see the module docstring);
+        `RecordingMissingError` when the system itself published none for `task`."""
         key = self.key_of(task)
         own = self.recordings.get(key, self.system) if key is not None else None
         if own is None:
@@ -234,7 +264,7 @@ def recorded_task_ids(
     system): which of them the system published an output for."""
     system = spec.split(":", 1)[1] if spec.startswith("recorded:") else spec
     recordings = resolve_system(system, root)
-    name = parse_system(system.strip())[1]
+    name = parse_system(system)[1]
     covered, missing = [], []
     for task in tasks:
         key = key_of(task)

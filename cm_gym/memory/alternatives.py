@@ -72,12 +72,15 @@ def prompt_fields(domain: Domain, state: AgentState, agent_kind: str, **extra: A
 
 @dataclass(frozen=True)
 class Alternative:
-    """One candidate a′: the whole edited action, the unit it changes, and who proposed it."""
+    """One candidate a′: the whole edited action, the unit it changes, and who proposed it.
+    `mark` is the provenance mark of the LLM reply it came from (`Completion.provenance`:
+    "real:<system>", "simulated", "" when the backend does not say); "" for a rule-based edit."""
 
     text: str
     source: str  # "llm" or "rule"
     unit: str = ""
     description: str = ""
+    mark: str = ""
 
 
 class AlternativeGenerator:
@@ -99,7 +102,8 @@ class AlternativeGenerator:
 
     def _llm_edits(
         self, state: AgentState, action: str, outcome: Outcome, cost: Cost, agent_kind: str
-    ) -> list[str]:
+    ) -> tuple[list[str], str]:
+        """The LLM's edited actions and the provenance mark of its reply."""
         assert self.llm is not None
         units = "\n".join(self.domain.decision_units(action))
         fields = prompt_fields(
@@ -122,15 +126,16 @@ class AlternativeGenerator:
                 state.task.task_id,
                 exc,
             )
-            return []
+            return [], ""
         cost.charge(completion)
+        mark = completion.provenance or ""
         try:
-            return [str(t) for t in self.parser(completion.text, action)]
+            return [str(t) for t in self.parser(completion.text, action)], mark
         except Exception as exc:  # noqa: BLE001 - documented fallback: rule-based edits only
             logger.warning(
                 "could not parse alternatives for %s (%s): %r", state.task.task_id, exc, completion.text[:300]
             )
-            return []
+            return [], mark
 
     def generate(
         self, state: AgentState, action: str, outcome: Outcome, cost: Cost, *, agent_kind: str = "react"
@@ -146,8 +151,9 @@ class AlternativeGenerator:
                 out.append(alt)
 
         if self.use_llm and self.k > 0:
-            for text in self._llm_edits(state, action, outcome, cost, agent_kind):
-                take(Alternative(text.strip(), "llm"))
+            texts, mark = self._llm_edits(state, action, outcome, cost, agent_kind)
+            for text in texts:
+                take(Alternative(text.strip(), "llm", mark=mark))
         if self.adapt and len(out) < self.k:
             for edit in self.domain.adaptation_edits(state.task, action):
                 take(Alternative(edit.text.strip(), "rule", edit.unit, edit.description))

@@ -7,7 +7,9 @@ eligible record (never one from this task), and the executed action's outcome la
 decision (at most `max_expansions` per task) and while the verification allowance lasts, up to K
 local alternatives are checked from the same state, Δ = U(o′) − U(o) is computed, candidates that
 pass ε_adm are distilled (DISTIL_RECORD), admitted by Eq. 4 and kept under capacity by the
-retention rule. Verification calls are counted apart from solving calls.
+retention rule. Verification calls are counted apart from solving calls. Each record carries the
+provenance of its a⁻ and a⁺ (`cm_gym.memory.provenance`); on real drafts only a real a⁻ is
+admitted unless `ConstructionConfig.admit_a_minus` says otherwise.
 
 The build is resumable: a source task is marked processed (with its counters) when it finishes, and
 a rerun skips processed tasks. Each admission/eviction and each reuse update is its own
@@ -21,32 +23,27 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from cm_gym.agent import BaseAgent, Cost, reuse_label
 from cm_gym.core.types import (
-    TRUNCATION,
     Action,
     AgentState,
-    CmGymError,
     Evaluator,
     Outcome,
     Task,
     check_all,
-    truncate,
 )
 from cm_gym.domains.base import Domain
 from cm_gym.domains.conditions import Condition
 from cm_gym.domains.environment import environment_versions
-from cm_gym.llm.base import DISTIL_RECORD, LLM
-from cm_gym.llm.cached import cached_llm_of
-from cm_gym.llm.errors import FATAL_LLM_ERRORS
+from cm_gym.llm.base import LLM
 from cm_gym.memory.admission import decide_admission
-from cm_gym.memory.alternatives import AlternativeGenerator, AlternativesParser
+from cm_gym.memory.alternatives import Alternative, AlternativeGenerator, AlternativesParser
 from cm_gym.memory.construction_config import ConstructionConfig
-from cm_gym.memory.distill import Distiller, DistilParser
+from cm_gym.memory.distill import Distiller, DistilParser, evidence_of
+from cm_gym.memory.provenance import a_minus_refusal, provenance_of, unmarked_provenance
 from cm_gym.memory.record import Record, evidence_text
 from cm_gym.memory.retention import choose_evictions
 from cm_gym.memory.retrieval import Retriever, record_view
@@ -104,6 +101,7 @@ class _Builder:
         self.build_tasks: tuple[Task, ...] = ()
         self._vacuous: dict[str, bool] = {}
         self.rng = np.random.default_rng([config.seed, store.next_order()])
+        self._unmarked = unmarked_provenance(llm)  # what an unmarked reply is (the simulator's)
         self._verification_spent = int(store.counters.get("verification_calls", 0))
 
     # -- budget -------------------------------------------------------------------------------
@@ -153,7 +151,13 @@ class _Builder:
             if expansions < self.cfg.max_expansions and self.cfg.K > 0 and self._budget_left():
                 expansions += 1
                 self.summary.failures_expanded += 1
-                self._expand(state, decision.action, decision.outcome)
+                marks = (
+                    provenance_of(
+                        decision.action_mark, revision=decision.changed_by_memory, unmarked=self._unmarked
+                    ),
+                    provenance_of(decision.draft_mark, revision=False, unmarked=self._unmarked),
+                )  # (a⁻, the draft): what admission may refuse
+                self._expand(state, decision.action, decision.outcome, marks)
             state = decision.state
         self.summary.tasks += 1
         with self.timer.time("store"):
@@ -164,14 +168,14 @@ class _Builder:
             )
 
     # -- Module I + II on one failed decision ------------------------------------------------
-    def _expand(self, state: AgentState, action: str, outcome: Outcome) -> None:
+    def _expand(self, state: AgentState, action: str, outcome: Outcome, marks: tuple[str, str]) -> None:
         cost = Cost()
         try:
             alternatives = self.generator.generate(state, action, outcome, cost, agent_kind=self.agent_kind)
             if not self.cfg.verify:
                 if alternatives:
                     claimed = Outcome(score=1.0, solved=True, feedback=UNVERIFIED_FEEDBACK)
-                    self._consider(state, action, outcome, alternatives[0].text, claimed, cost)
+                    self._consider(state, action, outcome, alternatives[0], claimed, cost, marks)
                 return
             budget = self.cfg.verification_budget
             allowed = len(alternatives) if budget is None else max(0, budget - self._verification_spent)
@@ -179,7 +183,10 @@ class _Builder:
             alternatives = alternatives[:allowed]
             # independent checks from the same state: an evaluator with check_many runs them in parallel
             outcomes = check_all(self.evaluator, state, [Action(alt.text) for alt in alternatives])
-            self._prefetch_distils(state, action, outcome, [alt.text for alt in alternatives], outcomes)
+            plus = [alt.text for alt in alternatives]
+            self.distiller.prefetch(
+                state, action, outcome, plus, outcomes, self.cfg.epsilon_adm, self.agent_kind
+            )
             for alt, o2 in zip(alternatives, outcomes, strict=True):
                 cost.evaluator_calls += 1
                 cost.failures += int(not o2.solved)
@@ -189,64 +196,39 @@ class _Builder:
                     self.summary.alternatives_llm += 1
                 else:
                     self.summary.alternatives_rule += 1
-                self._consider(state, action, outcome, alt.text, o2, cost)
+                self._consider(state, action, outcome, alt, o2, cost, marks)
             if cut_by_budget:
                 self._budget_left()  # records that the verification budget ran out
         finally:
             self.summary.add_verification(cost)
 
-    @staticmethod
-    def _evidence(o: Outcome, o2: Outcome) -> dict[str, Any]:
-        """The evidence e of a verified contrast: both scores, both graded scores (the world
-        model's partial credit, `Outcome.graded_score`) and both feedbacks."""
-        return {
-            "score_minus": float(o.score),
-            "score_plus": float(o2.score),
-            "graded_minus": float(o.graded_score),
-            "graded_plus": float(o2.graded_score),
-            "feedback_minus": truncate(o.feedback, TRUNCATION["feedback"]),
-            "feedback_plus": truncate(o2.feedback, TRUNCATION["feedback"]),
-        }
-
-    def _prefetch_distils(
-        self, state: AgentState, a_minus: str, o: Outcome, plus: list[str], outcomes: list[Outcome]
-    ) -> None:
-        """With a real LLM behind a writable cache: the DISTIL_RECORD calls of every improved
-        alternative of this decision are independent, so fetch them at once; `_consider` then
-        replays them in order (nothing else changes). A failure here only loses the head start."""
-        cached = cached_llm_of(self.llm)
-        if cached is None:
-            return
-        calls = [
-            (
-                DISTIL_RECORD,
-                self.distiller.fields(
-                    state, a_minus, a_plus, evidence_text(self._evidence(o, o2)), agent_kind=self.agent_kind
-                ),
-            )
-            for a_plus, o2 in zip(plus, outcomes, strict=True)
-            if o2.completed and o2.score - o.score > self.cfg.epsilon_adm
-        ]
-        if len(calls) < 2:
-            return
-        try:
-            cached.prefetch(calls)
-        except FATAL_LLM_ERRORS:
-            raise
-        except CmGymError as exc:
-            logger.warning("prefetching DISTIL_RECORD calls on %s failed (%s)", state.task.task_id, exc)
-
     def _consider(
-        self, state: AgentState, a_minus: str, o: Outcome, a_plus: str, o2: Outcome, cost: Cost
+        self,
+        state: AgentState,
+        a_minus: str,
+        o: Outcome,
+        alt: Alternative,
+        o2: Outcome,
+        cost: Cost,
+        marks: tuple[str, str],
     ) -> None:
-        delta = o2.score - o.score
+        a_plus, delta = alt.text, o2.score - o.score
         if not o2.completed or delta <= self.cfg.epsilon_adm:
             self.summary.reject("not_improved")
             return
         task = state.task
         if self.on_verified is not None:
             self.on_verified(task, a_minus, a_plus, delta)
-        evidence = self._evidence(o, o2)
+        refusal = a_minus_refusal(self.cfg.admit_a_minus, *marks)
+        if refusal is not None:  # a simulated a⁻ on real drafts: not a real mistake
+            self.summary.reject(refusal)
+            return
+        plus = (
+            "edit"
+            if alt.source == "rule"
+            else provenance_of(alt.mark, revision=True, unmarked=self._unmarked)
+        )
+        evidence = evidence_of(o, o2)
         situation, condition = self.distiller.distil(
             state, a_minus, a_plus, evidence_text(evidence), cost, agent_kind=self.agent_kind
         )
@@ -269,6 +251,8 @@ class _Builder:
                 delta=delta,
                 created_order=self.store.next_order(),
                 env_version=self.domain.environment_version(task),
+                a_minus_provenance=marks[0],
+                a_plus_provenance=plus,
             )
             embedding = self.store.embedder.embed_one(situation)
             result = decide_admission(

@@ -21,7 +21,12 @@ class ConstructionConfig:
     a record whose condition is false on its own source task (it contradicts its own evidence);
     `refuse_vacuous` refuses one whose condition holds on every task of T_build — the build task
     list `build_memory` was given, when it has at least `vacuous_min_tasks` tasks (fewer prove
-    nothing) — an empty condition too: such a record would be offered at every decision."""
+    nothing) — an empty condition too: such a record would be offered at every decision.
+
+    `admit_a_minus` ("auto" | "real" | "any", `cm_gym.memory.provenance`): "auto" admits only an
+    a⁻ that is real model text when the decision's draft was real (stores built from recorded or
+    local-model drafts never store a simulated disturbance of a real draft as a real mistake);
+    "real" requires it always; "any" admits every a⁻."""
 
     K: int = 4
     max_expansions: int = 2
@@ -47,6 +52,7 @@ class ConstructionConfig:
     admission_weights: AdmissionWeights = field(default_factory=AdmissionWeights)
     retention_weights: RetentionWeights = field(default_factory=RetentionWeights)
     seed: int = 0
+    admit_a_minus: str = "auto"
 
     def __post_init__(self) -> None:
         if self.retention not in RETENTION_POLICIES:
@@ -55,6 +61,8 @@ class ConstructionConfig:
             raise ValueError(
                 f"reuse_label_rule must be one of {REUSE_LABEL_RULES}, got {self.reuse_label_rule!r}"
             )
+        if self.admit_a_minus not in ("auto", "real", "any"):  # `provenance.ADMIT_A_MINUS`
+            raise ValueError(f"admit_a_minus must be 'auto', 'real' or 'any', got {self.admit_a_minus!r}")
         if self.reuse_policy not in ("top1", "never"):
             raise ValueError(f"reuse_policy must be 'top1' or 'never', got {self.reuse_policy!r}")
         if self.K < 0 or self.max_expansions < 0 or self.capacity < 1:

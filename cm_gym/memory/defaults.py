@@ -115,12 +115,14 @@ def default_snapshot(
     config: ConstructionConfig | None = None,
     max_decisions: int = 3,
     data: str | Path | None = None,
+    split_by: str | None = None,
 ) -> Path:
     """Path of the benchmark's default frozen store (built on first use). `n_build` limits the
     build split to its first n tasks (default: the benchmark's `default_n_build`, else all; at
     most `cm_gym.core.quick.DEFAULT_STORE_N_BUILD` under ``CM_GYM_QUICK=1``); the
     settings (and the tasks' content) determine the file name. `data` is a data folder for the
-    benchmark (the data-root contract of `cm_gym.domains.registry`)."""
+    benchmark (the data-root contract of `cm_gym.domains.registry`); `split_by` names the split whose
+    build side it is built on (None: the benchmark's default, `BenchmarkSpec.split_kind`)."""
     from cm_gym.core.splits import make_split
     from cm_gym.core.version import __version__
     from cm_gym.domains.registry import get_benchmark, get_domain
@@ -134,8 +136,8 @@ def default_snapshot(
             n_build = min(n_build or DEFAULT_STORE_N_BUILD, DEFAULT_STORE_N_BUILD)
     domain = get_domain(spec.domain_name)
     tasks = spec.load(data)
-    split = make_split(tasks, seed=DEFAULT_SPLIT_SEED, by_env=spec.split_by_env)
-    build_ids = list(split.build[:n_build] if n_build is not None else split.build)
+    sides = make_split(tasks, seed=DEFAULT_SPLIT_SEED, kind=spec.split_kind(split_by))
+    build_ids = list(sides.build[:n_build] if n_build is not None else sides.build)
     by_id = {t.task_id: t for t in tasks}
     build_tasks = [by_id[i] for i in build_ids]
     cfg = config or ConstructionConfig()

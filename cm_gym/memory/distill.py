@@ -16,12 +16,13 @@ from dataclasses import replace
 from typing import Any
 
 from cm_gym.agent import Cost
-from cm_gym.core.types import TRUNCATION, AgentState, CmGymError, truncate
+from cm_gym.core.types import TRUNCATION, AgentState, CmGymError, Outcome, truncate
 from cm_gym.domains.base import Domain
 from cm_gym.domains.conditions import Condition, describe_predicates, parse_condition_or_none
 from cm_gym.llm.base import DISTIL_RECORD, LLM
 from cm_gym.llm.errors import FATAL_LLM_ERRORS
 from cm_gym.memory.alternatives import prompt_fields
+from cm_gym.memory.record import evidence_text
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,19 @@ def default_distil_parser() -> DistilParser:
         logger.debug("cm_gym.llm.prompts.parse_distil unavailable; using the line-prefix parser")
         return _fallback_parse
     return parse_distil
+
+
+def evidence_of(o: Outcome, o2: Outcome) -> dict[str, Any]:
+    """The evidence e of a verified contrast: both scores, both graded scores (the world model's
+    partial credit, `Outcome.graded_score`) and both feedbacks."""
+    return {
+        "score_minus": float(o.score),
+        "score_plus": float(o2.score),
+        "graded_minus": float(o.graded_score),
+        "graded_plus": float(o2.graded_score),
+        "feedback_minus": truncate(o.feedback, TRUNCATION["feedback"]),
+        "feedback_plus": truncate(o2.feedback, TRUNCATION["feedback"]),
+    }
 
 
 class Distiller:
@@ -103,3 +117,38 @@ class Distiller:
             rule = self.domain.distil(replace(state.task, reference=""), a_minus, a_plus)
             situation, condition_text = rule.situation, rule.condition
         return situation, parse_condition_or_none(condition_text or "", self.predicates)
+
+    def prefetch(
+        self,
+        state: AgentState,
+        a_minus: str,
+        o: Outcome,
+        plus: list[str],
+        outcomes: list[Outcome],
+        epsilon: float,
+        agent_kind: str,
+    ) -> None:
+        """With a real LLM behind a writable cache: the DISTIL_RECORD calls of every alternative
+        that improved by more than `epsilon` are independent, so fetch them at once; `distil` then
+        replays them in order (nothing else changes). A failure here only loses the head start."""
+        from cm_gym.llm.cached import cached_llm_of
+
+        cached = cached_llm_of(self.llm)
+        if cached is None:
+            return
+        calls = [
+            (
+                DISTIL_RECORD,
+                self.fields(state, a_minus, a_plus, evidence_text(evidence_of(o, o2)), agent_kind=agent_kind),
+            )
+            for a_plus, o2 in zip(plus, outcomes, strict=True)
+            if o2.completed and o2.score - o.score > epsilon
+        ]
+        if len(calls) < 2:
+            return
+        try:
+            cached.prefetch(calls)
+        except FATAL_LLM_ERRORS:
+            raise
+        except CmGymError as exc:
+            logger.warning("prefetching DISTIL_RECORD calls on %s failed (%s)", state.task.task_id, exc)

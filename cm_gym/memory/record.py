@@ -17,6 +17,15 @@ from typing import Any
 #: since graded evidence also carry "graded_minus" / "graded_plus" (`Outcome.graded_score`).
 EVIDENCE_KEYS = ("score_minus", "score_plus", "feedback_minus", "feedback_plus")
 
+#: Where a record's a⁻ / a⁺ text came from: "real" (a real system's output verbatim: a recorded
+#: published answer or a real model's draft), "real-revision" (a real model's revision or edit of
+#: a draft), "simulated" (the simulated LLM's text: its revision of a real draft, its local
+#: alternatives), "edit" (the domain's rule-based edit grammar; no LLM), "unknown" (not recorded:
+#: stores built before provenance existed, or a backend that does not mark its replies).
+PROVENANCES = ("real", "real-revision", "simulated", "edit", "unknown")
+#: Provenances of real model text (what a store built on real drafts admits as a⁻ by default).
+REAL_PROVENANCES = ("real", "real-revision")
+
 _WS = re.compile(r"\s+")
 
 
@@ -45,6 +54,10 @@ class Record:
     record written before versions existed); `status` is "active" or "retired" (never offered by
     retrieval), with `status_reason` saying why; `replaces` names the record a repaired record
     was derived from.
+
+    Provenance (`PROVENANCES`): `a_minus_provenance` / `a_plus_provenance` say whether a⁻ and a⁺
+    are real outputs, real-model revisions, simulated text or rule-based edits ("unknown" in
+    stores built before it was recorded). The content hash does not include them.
     """
 
     record_id: str
@@ -69,6 +82,8 @@ class Record:
     status: str = "active"
     status_reason: str = ""
     replaces: str = ""
+    a_minus_provenance: str = "unknown"
+    a_plus_provenance: str = "unknown"
 
     @classmethod
     def create(
@@ -88,6 +103,8 @@ class Record:
         created_order: int = 0,
         env_version: str = "",
         replaces: str = "",
+        a_minus_provenance: str = "unknown",
+        a_plus_provenance: str = "unknown",
     ) -> Record:
         """A fresh record (u = 0, never used) whose id is the content hash."""
         return cls(
@@ -106,7 +123,14 @@ class Record:
             created_order=int(created_order),
             env_version=env_version,
             replaces=replaces,
+            a_minus_provenance=a_minus_provenance,
+            a_plus_provenance=a_plus_provenance,
         )
+
+    @property
+    def provenance(self) -> str:
+        """The mark ``cm-gym memory show`` prints: ``"a⁻ <provenance>, a⁺ <provenance>"``."""
+        return f"a⁻ {self.a_minus_provenance}, a⁺ {self.a_plus_provenance}"
 
     @property
     def active(self) -> bool:

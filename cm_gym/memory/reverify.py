@@ -46,6 +46,7 @@ from cm_gym.memory.construction import ProgressFn
 from cm_gym.memory.distill import Distiller
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.errors import StoreError
+from cm_gym.memory.provenance import provenance_of
 from cm_gym.memory.record import Record, evidence_text
 from cm_gym.memory.store import RecordStore
 from cm_gym.memory.view import StoreView
@@ -183,20 +184,26 @@ class Reverifier:
             return None
         outcomes = self._check(state, [a.text for a in alternatives])
         best = max(
-            ((a.text, o) for a, o in zip(alternatives, outcomes, strict=True) if self._improves(minus, o)),
+            ((a, o) for a, o in zip(alternatives, outcomes, strict=True) if self._improves(minus, o)),
             key=lambda pair: pair[1].score,
             default=None,
         )
         if best is None:
             return None
-        a_plus, o_plus = best
+        alt, o_plus = best
+        a_plus = alt.text
         a_minus, o_minus = record.a_minus, minus
+        # provenance: an LLM's edit of a⁺ is marked by its reply, a rule-based one is an edit;
+        # a⁻ keeps its mark unless the contrast was carried onto it (a rule-based edit then)
+        plus_mark = "edit" if alt.source == "rule" else provenance_of(alt.mark, revision=True)
+        minus_mark = record.a_minus_provenance
         blind = replace(state.task, reference="")
         moved = self.domain.apply_contrast(blind, record.a_minus, record.a_plus, a_plus)
         if moved is not None and moved.strip() not in (record.a_minus.strip(), a_plus.strip()):
             (o_moved,) = self._check(state, [moved])
             if o_moved.completed and self._improves(o_moved, o_plus):
                 a_minus, o_minus = moved, o_moved  # the same edit carried to a-: one contrast again
+                minus_mark = "edit"
         evidence = {
             "score_minus": float(o_minus.score),
             "score_plus": float(o_plus.score),
@@ -223,6 +230,8 @@ class Reverifier:
             created_order=order,
             env_version=self.domain.environment_version(state.task),
             replaces=record.record_id,
+            a_minus_provenance=minus_mark,
+            a_plus_provenance=plus_mark,
         )
 
 

@@ -26,7 +26,7 @@ from cm_gym.memory.errors import StoreError, StoreFullError, StoreLockedError, S
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 10_000
 #: Metadata key saying what a file is: "live" (a writable store) or "snapshot" (frozen).
 STORE_KIND = "store_kind"
@@ -73,8 +73,15 @@ FRESHNESS_COLUMNS: dict[str, str] = {
     "status_reason": "",
     "replaces": "",
 }
+#: Provenance columns added by version 4 (`Record.a_minus_provenance`, `a_plus_provenance`:
+#: real output, real-model revision, simulated, rule-based edit), read as "unknown" in older stores.
+PROVENANCE_COLUMNS: dict[str, str] = {"a_minus_provenance": "unknown", "a_plus_provenance": "unknown"}
+#: What a column an older store lacks reads as.
+COLUMN_DEFAULTS: dict[str, str] = {**FRESHNESS_COLUMNS, **PROVENANCE_COLUMNS}
 #: Columns of `records`, in the order rows are read and written (the embedding last).
-RECORD_COLUMNS = LEGACY_RECORD_COLUMNS[:-1] + tuple(FRESHNESS_COLUMNS) + ("embedding",)
+RECORD_COLUMNS = (
+    LEGACY_RECORD_COLUMNS[:-1] + tuple(FRESHNESS_COLUMNS) + tuple(PROVENANCE_COLUMNS) + ("embedding",)
+)
 
 
 def _v0_to_v1(conn: sqlite3.Connection) -> None:
@@ -128,12 +135,24 @@ def _v2_to_v3(conn: sqlite3.Connection) -> None:
         conn.execute(f"ALTER TABLE records ADD COLUMN {name} TEXT NOT NULL DEFAULT '{default}'")
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _v0_to_v1, 1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(conn: sqlite3.Connection) -> None:
+    """Version 4: where each record's a⁻ and a⁺ came from (`cm_gym.memory.record.PROVENANCES`).
+    Existing rows read as "unknown": nothing recorded it when they were built."""
+    for name, default in PROVENANCE_COLUMNS.items():
+        conn.execute(f"ALTER TABLE records ADD COLUMN {name} TEXT NOT NULL DEFAULT '{default}'")
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    0: _v0_to_v1,
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+    3: _v3_to_v4,
+}
 
 
 def record_columns(conn: sqlite3.Connection) -> tuple[str, ...]:
     """The `RECORD_COLUMNS` this database's `records` table has (a read-only snapshot of an older
-    schema lacks the freshness columns; readers fill them with `FRESHNESS_COLUMNS`' defaults)."""
+    schema lacks the freshness or provenance columns; readers fill them with `COLUMN_DEFAULTS`)."""
     present = {row[1] for row in conn.execute("PRAGMA table_info(records)")}
     return tuple(c for c in RECORD_COLUMNS if c in present)
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from cm_gym.memory.errors import StoreError, StoreReadOnlyError
 from cm_gym.memory.record import Record
-from cm_gym.memory.schema import FRESHNESS_COLUMNS, RECORD_COLUMNS, record_columns
+from cm_gym.memory.schema import COLUMN_DEFAULTS, RECORD_COLUMNS, record_columns
 
 DEFAULT_CAPACITY = 200
 
@@ -24,8 +24,9 @@ def record_from_row(
     row: tuple[Any, ...], dim: int, columns: tuple[str, ...] = RECORD_COLUMNS
 ) -> tuple[Record, np.ndarray]:
     """A `records` row (in `columns` order, `RECORD_COLUMNS` by default) as a Record and its
-    float32 embedding; freshness columns an older store lacks read as their defaults."""
-    values = {**FRESHNESS_COLUMNS, **dict(zip(columns, row, strict=True))}
+    float32 embedding; freshness and provenance columns an older store lacks read as their
+    defaults (`COLUMN_DEFAULTS`: provenance "unknown")."""
+    values = {**COLUMN_DEFAULTS, **dict(zip(columns, row, strict=True))}
     blob = values.pop("embedding")
     if not isinstance(blob, bytes) or len(blob) != 4 * dim:
         raise StoreError(f"record {values.get('record_id')!r}: embedding blob is not {dim} float32 values")

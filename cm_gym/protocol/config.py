@@ -26,8 +26,19 @@ POLICY_LABELS = {
 CI_BASELINES = ("random", "top1")
 
 
-def policy_label(key: str, algo: str = "masked-dqn") -> str:
-    """The table label of a results key; a selector trained by RLlib says so instead of "DQN"."""
+#: The "none" row's label when the LLM is a recorded cascade (``recorded:<system>+cascade``): its
+#: later drafts are stronger published systems, so it is a cascade, never "None".
+CASCADE_LABEL = "Cascade (always skip; later drafts from stronger published systems)"
+
+
+def policy_label(key: str, algo: str = "masked-dqn", llm: str = "") -> str:
+    """The table label of a results key; a selector trained by RLlib says so instead of "DQN"; the
+    memory-free row of a recorded cascade (`llm` ``recorded:<system>+cascade``) is "Cascade"."""
+    if key == "none" and llm.startswith("recorded:"):
+        from cm_gym.llm.recorded import is_cascade
+
+        if is_cascade(llm):
+            return CASCADE_LABEL
     label = POLICY_LABELS.get(key, key)
     if algo != "masked-dqn" and key.startswith("cf_memory"):
         label = label.replace("masked DQN", f"masked RLlib {algo.removeprefix('rllib-').upper()}")
@@ -68,11 +79,17 @@ class ProtocolConfig:
     llm_retries: int | None = None
     revision_rates: Path | None = None  # the simulator's revision rates (`cm-gym calibrate`)
     split_seed: int = 12345
+    #: which split (`cm_gym.core.splits.SPLIT_NAMES`: "tasks" = App. D.2, "databases" = environments
+    #: apart); None: the benchmark's default (`BenchmarkSpec.split_kind`)
+    split_by: str | None = None
     max_decisions: int = 3
     k: int = 3
     use_conditions: bool = True
     retrieval: str = "matched"
     retention: str = "utility"
+    #: which a⁻ construction admits (`cm_gym.memory.provenance`): "auto" (only real model text when
+    #: the drafts are real), "real" or "any"
+    admit_a_minus: str = "auto"
     store: Path | None = None
     n_build: int | None = None
     n_train: int | None = None
@@ -127,6 +144,15 @@ class ProtocolConfig:
             raise ProtocolError(
                 "--split-seeds builds memory on each split's T_build; a given --store belongs to one split"
             )
+        if self.admit_a_minus not in ("auto", "real", "any"):
+            raise ProtocolError(f"admit_a_minus must be auto, real or any, got {self.admit_a_minus!r}")
+        if self.split_by is not None:
+            from cm_gym.core.splits import split_kind
+
+            try:
+                split_kind(self.split_by)
+            except ValueError as exc:
+                raise ProtocolError(str(exc)) from None
         if self.k > 4:
             raise ProtocolError(f"k must be in 0..4 (the selector has 4 slots), got {self.k}")
         unknown = [p for p in self.policies if p not in POLICIES and p not in self.custom_policies]
@@ -191,6 +217,7 @@ class ProtocolConfig:
             "use_conditions": self.use_conditions,
             "retrieval": self.retrieval,
             "data": self.data,
+            **({"split_by": self.split_by} if self.split_by is not None else {}),
             **({"llm_kwargs": self.llm_kwargs()} if self.llm_kwargs() else {}),
             **self.env_kwargs,
         }

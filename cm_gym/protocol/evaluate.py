@@ -133,7 +133,7 @@ def evaluate_policies(
         masked = sum(e.get("invalid_actions", 0) for eps in per_seed.values() for e in eps)
         report_masked(key, masked, sum(e["decisions"] for eps in per_seed.values() for e in eps))
         results[key] = {
-            "label": policy_label(key, cfg.algo),
+            "label": policy_label(key, cfg.algo, cfg.llm),
             "layout": layout if name == "cf_memory" else None,
             "per_seed": summaries,
             "mean": aggregate_seeds(summaries),

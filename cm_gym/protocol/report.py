@@ -21,6 +21,9 @@ COLUMNS = (
     ("Harmful use", "harmful_use", "{:.1%}"),
     ("Helpful use", "helpful_use", "{:.1%}"),
 )
+#: The first-decision score, shown beside the (budget) score wherever results carry it: how much
+#: of a score the first decision earns and how much the later decisions add.
+FIRST_DECISION = ("First decision", "first_decision_score", "{:.1f}")
 #: Short headers used when the full ones do not fit the width (explained under the table).
 SHORT = {
     "Tokens (M)": "Tok(M)",
@@ -30,6 +33,7 @@ SHORT = {
     "Harmful use": "Harm",
     "Worse than draft": "Worse",
     "Score/decision": "Sc/dec",
+    "First decision": "1st dec",
     "Helpful use": "Help",
 }
 WIDTH = 100
@@ -53,8 +57,17 @@ def _aligned(rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def columns(results: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
+    """The table's columns: `COLUMNS`, with the first-decision score beside the score when any
+    policy's results carry it (results written before it existed do not)."""
+    if any((res.get("mean") or {}).get(FIRST_DECISION[1]) for res in results["policies"].values()):
+        return (COLUMNS[0], FIRST_DECISION, *COLUMNS[1:])
+    return COLUMNS
+
+
 def _rows(results: Mapping[str, Any], std: str, short: bool, label_width: int | None) -> list[list[str]]:
-    header = ["Policy"] + [SHORT.get(c[0], c[0]) if short else c[0] for c in COLUMNS]
+    cols = columns(results)
+    header = ["Policy"] + [SHORT.get(c[0], c[0]) if short else c[0] for c in cols]
     rows = [header]
     for res in results["policies"].values():
         label = str(res["label"])
@@ -62,7 +75,7 @@ def _rows(results: Mapping[str, Any], std: str, short: bool, label_width: int | 
             label = label[: label_width - 1] + "…"
         cells = [
             _cell(res["mean"].get(key), fmt, show_std=std == "all" or (std == "score" and i == 0))
-            for i, (_, key, fmt) in enumerate(COLUMNS)
+            for i, (_, key, fmt) in enumerate(cols)
         ]
         rows.append([label, *cells])
     return rows
@@ -78,10 +91,12 @@ def _footnote(results: Mapping[str, Any]) -> str:
         if rotation
         else ""
     )
+    kind = f" (split: {split['label']})" if split.get("label") else ""
     return (
-        f"benchmark {cfg.get('benchmark', '?')}: {split.get('eval', '?')} held-out tasks,{pooled} "
+        f"benchmark {cfg.get('benchmark', '?')}: {split.get('eval', '?')} held-out tasks{kind},{pooled} "
         f"{len(cfg.get('seeds', ()))} selector seed(s), store of {results['snapshot']['records']} records; "
-        "mean ± std over seeds. Score = 100 × mean final U per task; score/decision = 100 × mean U of "
+        "mean ± std over seeds. Score = 100 × mean final U per task (within the decision budget); "
+        "first decision = 100 × mean U of each task's first executed action; score/decision = 100 × mean U of "
         "every executed action; calls and fails per solved task; coverage per retrieval opportunity; "
         "harmful / helpful use per selected record use (the revised action scored below / above the "
         "memory-free draft, checked on a fork: SPEC §3 amended)."
@@ -115,7 +130,9 @@ def results_table(results: Mapping[str, Any], fmt: str = "text", width: int = WI
     foot = _footnote(results)
     if short:
         foot += (
-            " Short headers: " + ", ".join(f"{SHORT[c[0]]} = {c[0]}" for c in COLUMNS if c[0] in SHORT) + "."
+            " Short headers: "
+            + ", ".join(f"{SHORT[c[0]]} = {c[0]}" for c in columns(results) if c[0] in SHORT)
+            + "."
         )
     notes = [textwrap.fill(foot, width)] + [textwrap.fill(w, width) for w in _warnings(results)]
     return "\n".join([*lines, "", *notes, *ci_table(results, width)])
@@ -187,7 +204,7 @@ def results_json(results: Mapping[str, Any]) -> dict[str, Any]:
     rows = []
     for name, res in results["policies"].items():
         row: dict[str, Any] = {"policy": name, "label": res["label"]}
-        for header, key, _ in COLUMNS:
+        for header, key, _ in columns(results):
             metric = res["mean"].get(key) or {}
             row[key] = {"mean": metric.get("mean"), "std": metric.get("std"), "header": header}
         row["masked_actions"] = res.get("masked_actions", 0)
@@ -198,6 +215,7 @@ def results_json(results: Mapping[str, Any]) -> dict[str, Any]:
         "benchmark": results.get("config", {}).get("benchmark"),
         "seeds": list(results.get("config", {}).get("seeds", ())),
         "eval_tasks": results.get("split", {}).get("eval"),
+        "split": results.get("split", {}).get("kind"),
         "store_records": results["snapshot"]["records"],
         "rows": rows,
     }

@@ -100,7 +100,13 @@ def pool_results(
         }
     for key, comparisons in two_level_comparisons(scores_of, CI_BASELINES).items():
         policies[key]["paired_ci_two_level"] = comparisons
-    sizes = {name: sum(int(p["split"][name]) for p in parts.values()) for name in first["split"]}
+    sides = ("build", "train", "validation", "eval")
+    sizes: dict[str, Any] = {
+        name: sum(int(p["split"][name]) for p in parts.values()) for name in sides if name in first["split"]
+    }
+    for name in ("kind", "label"):  # the split's kind is the same for every split seed
+        if name in first["split"]:
+            sizes[name] = first["split"][name]
     return {
         "config": config_json(cfg),
         "rotation": {

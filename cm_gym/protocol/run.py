@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,8 @@ from cm_gym.protocol.stores import (
     make_protocol_llm,
     prepare,
     recorded_summary,
+    snapshot_summary,
+    split_summary,
 )
 
 
@@ -78,12 +79,8 @@ def run_protocol(
     phases.append(("evaluate", reply_counts(llm)))
     results = {
         "config": config_json(cfg),
-        "split": {k: len(v) for k, v in asdict(prepared.split).items()},
-        "snapshot": {
-            "path": str(snapshot_path),
-            "records": len(snapshot.records),
-            "manifest": snapshot.manifest,
-        },
+        "split": split_summary(cfg, prepared),
+        "snapshot": snapshot_summary(snapshot_path, snapshot),
         "training": training,
         "policies": policies,
         "timings": timings,
@@ -126,6 +123,7 @@ def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | N
     training = train_layouts(cfg, snapshot, prepared, llm, progress)
     record = {
         "config": config_json(cfg),
+        "split": split_summary(cfg, prepared),
         "snapshot": str(snapshot_path),
         "training": training,
         "llm": with_replies(llm_stats(llm), llm),
@@ -181,8 +179,8 @@ def evaluate_all(
     )
     results = {
         "config": config_json(cfg),
-        "split": {k: len(v) for k, v in asdict(prepared.split).items()},
-        "snapshot": {"path": str(cfg.store), "records": len(snapshot.records), "manifest": snapshot.manifest},
+        "split": split_summary(cfg, prepared),
+        "snapshot": snapshot_summary(Path(cfg.store), snapshot),
         "policies": policies,
         "llm": with_replies(llm_stats(llm), llm),
         "provenance": provenance(prepared.split, prepared.tasks),

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cm_gym.core.splits import make_split
 from cm_gym.core.types import Split, SplitOverlapError, Task
 from cm_gym.domains.registry import BenchmarkSpec, get_benchmark, get_domain
 from cm_gym.protocol.config import ProtocolConfig, ProtocolError, jsonable
@@ -28,6 +27,7 @@ class Prepared:
     tasks: dict[str, Task]
     split: Split
     excluded: dict[str, list[str]] | None = None
+    split_kind: str = ""
 
 
 def prepare(cfg: ProtocolConfig) -> Prepared:
@@ -37,7 +37,8 @@ def prepare(cfg: ProtocolConfig) -> Prepared:
     cfg.validate()
     spec = get_benchmark(cfg.benchmark)
     tasks = spec.load(cfg.data)
-    split = make_split(tasks, seed=cfg.split_seed, by_env=spec.split_by_env)
+    kind = spec.split_kind(cfg.split_by)
+    split = spec.make_split(tasks, seed=cfg.split_seed, split=kind)
     excluded = None
     if cfg.llm.startswith("recorded:"):
         split, excluded = _recorded_only(cfg.llm, split, tasks)
@@ -50,7 +51,22 @@ def prepare(cfg: ProtocolConfig) -> Prepared:
         eval=split.eval[: cfg.n_eval] if cfg.n_eval else split.eval,
     )
     split.check()
-    return Prepared(spec, {t.task_id: t for t in tasks}, split, excluded)
+    return Prepared(spec, {t.task_id: t for t in tasks}, split, excluded, kind)
+
+
+def split_summary(cfg: ProtocolConfig, prepared: Prepared) -> dict[str, Any]:
+    """What ``results.json`` says of the split: the side sizes (as before), the kind, its label
+    and its seed (`cm_gym.core.splits`: "sampled" = the paper's App. D.2 split, "environments" =
+    the "new environment" condition), so two result files are never compared across splits
+    unknowingly."""
+    from dataclasses import asdict
+
+    from cm_gym.core.splits import SPLIT_LABELS
+
+    out: dict[str, Any] = {k: len(v) for k, v in asdict(prepared.split).items()}
+    kind = prepared.split_kind or prepared.spec.split_kind(cfg.split_by)
+    out.update(kind=kind, label=SPLIT_LABELS[kind], seed=cfg.split_seed)
+    return out
 
 
 def _recorded_only(spec: str, split: Split, tasks: Sequence[Task]) -> tuple[Split, dict[str, list[str]]]:
@@ -73,7 +89,10 @@ def _recorded_only(spec: str, split: Split, tasks: Sequence[Task]) -> tuple[Spli
 
 def recorded_summary(cfg: ProtocolConfig, prepared: Prepared, llm: Any = None) -> dict[str, Any] | None:
     """What ``results.json`` records of a recorded-LLM run (its replies are under ``llm``): the
-    system, its ladder of later drafts, and the tasks left out per split side (counts and ids)."""
+    system, whether later drafts climb its cascade (and the ladder they climb; just the system when
+    it is retried as itself), and the tasks left out per split side (counts and ids)."""
+    from cm_gym.llm.recorded import split_cascade
+
     if prepared.excluded is None:
         return None
     inner = llm
@@ -81,11 +100,30 @@ def recorded_summary(cfg: ProtocolConfig, prepared: Prepared, llm: Any = None) -
         if inner is None or hasattr(inner, "ladder"):
             break
         inner = getattr(inner, "inner", None)
+    system, cascade = split_cascade(cfg.llm.split(":", 1)[1])
     return {
-        "system": cfg.llm.split(":", 1)[1],
+        "system": system,
+        "cascade": cascade,
         "ladder": list(getattr(inner, "ladder", ()) or ()),
         "excluded": {k: len(v) for k, v in prepared.excluded.items()},
         "excluded_ids": prepared.excluded,
+    }
+
+
+def snapshot_summary(path: Path | str, snapshot: Any) -> dict[str, Any]:
+    """What ``results.json`` says of the store: its path, record count, manifest, and how many
+    records have each provenance of a⁻ and of a⁺ (`cm_gym.memory.record.PROVENANCES`)."""
+    from collections import Counter
+
+    records = list(snapshot.records)
+    return {
+        "path": str(path),
+        "records": len(records),
+        "manifest": snapshot.manifest,
+        "provenance": {
+            "a_minus": dict(Counter(r.a_minus_provenance for r in records)),
+            "a_plus": dict(Counter(r.a_plus_provenance for r in records)),
+        },
     }
 
 
@@ -157,7 +195,7 @@ def build_snapshot(
             store,
             llm,
             domain.make_evaluator(),
-            ConstructionConfig(retention=cfg.retention),
+            ConstructionConfig(retention=cfg.retention, admit_a_minus=cfg.admit_a_minus),
             agent_kind=cfg.agent,
             max_decisions=cfg.max_decisions,
             progress=progress,

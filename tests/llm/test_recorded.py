@@ -17,7 +17,7 @@ from cm_gym.llm.cached import CachedLLM
 from cm_gym.llm.errors import LLMError
 from cm_gym.llm.factory import make_llm
 from cm_gym.llm.prompts import render
-from cm_gym.llm.recorded import RecordedLLM, RecordingMissingError, ladder_of, recorded_task_ids
+from cm_gym.llm.recorded import RecordedLLM, RecordingMissingError, is_cascade, ladder_of, recorded_task_ids
 from cm_gym.llm.recordings import RecordingsError, load_recordings, spider_key
 from cm_gym.llm.replies import ReplyCounts, delta, format_counts, reply_counts
 from cm_gym.llm.simulated import SimulatedLLM
@@ -68,19 +68,52 @@ def test_first_draft_is_the_published_text_verbatim_and_the_domain_parses_it(roo
     assert draft == domain.parse_action(RAW) and "SELECT name FROM singer" in draft and "Sure" not in draft
 
 
-def test_later_drafts_climb_the_ladder_then_repeat_its_top(root: Path) -> None:
+def test_later_drafts_repeat_the_same_system_by_default(root: Path) -> None:
     task = _sql("t1", "concert", "Who is older than 30?")
     llm = RecordedLLM("gpt-4-zero-shot", root=root)
-    assert llm.ladder == ("gpt-4-zero-shot", "gpt-4-few-shot")  # the rungs this folder has
+    assert llm.ladder == ("gpt-4-zero-shot",) and not llm.cascade and llm.name == "recorded:gpt-4-zero-shot"
     texts = [llm.complete(DRAFT_ACTION, {"task": task, "state": _failed(task, n)}) for n in range(4)]
-    assert [c.provenance for c in texts] == ["real:gpt-4-zero-shot"] + ["real:gpt-4-few-shot"] * 3
-    assert texts[1].text == "SELECT name FROM singer WHERE age > 30" == texts[3].text
+    assert [c.provenance for c in texts] == ["real:gpt-4-zero-shot"] * 4  # a frozen model asked again
+    assert {c.text for c in texts} == {RAW}
+
+
+def test_the_cascade_is_named_and_climbs_the_ladder_then_repeats_its_top(root: Path) -> None:
+    task = _sql("t1", "concert", "Who is older than 30?")
+    for llm in (
+        RecordedLLM("gpt-4-zero-shot+cascade", root=root),
+        RecordedLLM("gpt-4-zero-shot", root=root, cascade=True),
+    ):
+        assert llm.cascade and llm.name == "recorded:gpt-4-zero-shot+cascade"
+        assert llm.ladder == ("gpt-4-zero-shot", "gpt-4-few-shot")  # the rungs this folder has
+        texts = [llm.complete(DRAFT_ACTION, {"task": task, "state": _failed(task, n)}) for n in range(4)]
+        assert [c.provenance for c in texts] == ["real:gpt-4-zero-shot"] + ["real:gpt-4-few-shot"] * 3
+        assert texts[1].text == "SELECT name FROM singer WHERE age > 30" == texts[3].text
     # string fields only (the HTTP server): the task comes from the lookup, the attempts from the text
-    served = RecordedLLM("gpt-4-zero-shot", root=root, task_lookup={"t1": task})
+    served = make_llm("recorded:gpt-4-zero-shot+cascade", root=root, task_lookup={"t1": task})
     strings = render(DRAFT_ACTION, {"task": task, "state": _failed(task, 1)}).fields
     assert served.complete(DRAFT_ACTION, strings).provenance == "real:gpt-4-few-shot"
     assert ladder_of("gpt-4-din-sql") == ("gpt-4-din-sql", "gpt-4-dail-sql", "gpt-4-dail-sql-sc")
     assert ladder_of("gpt-4o") == ("gpt-4o",) and ladder_of("gpt-4") == ("gpt-4", "gpt-4-reflexion")
+    assert is_cascade("recorded:spider/gpt-4-zero-shot+cascade") and not is_cascade(
+        "recorded:gpt-4-zero-shot"
+    )
+    covered = recorded_task_ids("recorded:gpt-4-zero-shot+cascade", [task], root=root)
+    assert covered == (["t1"], [])
+
+
+def test_the_cache_never_serves_cascade_replies_to_the_plain_system(root: Path, tmp_path: Path) -> None:
+    task = _sql("t1", "concert", "Who is older than 30?")
+    path = tmp_path / "c.sqlite"
+    cascade = make_llm("recorded:gpt-4-zero-shot+cascade", root=root, cache_path=path)
+    plain = make_llm("recorded:gpt-4-zero-shot", root=root, cache_path=path)
+    assert cascade.cache_identity() != plain.cache_identity()  # type: ignore[attr-defined]
+    assert cascade.cache_identity()["cascade"] is True  # type: ignore[attr-defined]
+    later = {"task": task, "state": _failed(task, 1)}
+    assert cascade.complete(DRAFT_ACTION, later).provenance == "real:gpt-4-few-shot"
+    replay = plain.complete(DRAFT_ACTION, later)
+    assert not replay.cached and replay.text == RAW and replay.provenance == "real:gpt-4-zero-shot"
+    cascade.cache.close()  # type: ignore[attr-defined]
+    plain.cache.close()  # type: ignore[attr-defined]
 
 
 def test_other_templates_are_the_simulators_replies_marked_simulated(root: Path) -> None:
@@ -160,6 +193,7 @@ def test_cli_parses_recorded_specs_on_every_command() -> None:
     parser = make_parser()
     for argv in (
         ["run", "--benchmark", "SpiderSQL", "--llm", "recorded:gpt-4-zero-shot"],
+        ["run", "--benchmark", "SpiderSQL", "--llm", "recorded:gpt-4-zero-shot+cascade"],
         ["diagnose", "--benchmark", "Dafny", "--llm", "recorded:gpt-4o"],
         ["build", "--benchmark", "SQL", "--out", "x.sqlite", "--llm", "recorded:codex-din-sql"],
         ["serve-llm", "--llm", "recorded:gpt-4"],
@@ -186,7 +220,35 @@ def test_real_outputs_are_drafts_of_spider_dafny_and_humaneval_tasks(shared_data
     reply = model.complete(DRAFT_ACTION, {"task": by_file[row.key], "state": _failed(by_file[row.key], 2)})
     assert reply.text == row.text and reply.provenance == f"real:{row.system}"  # no Dafny ladder: repeated
     synth = get_benchmark("CodeHumanEvalSynth").load()[0]
-    gpt4 = make_llm("recorded:gpt-4")
+    humaneval = load_recordings("humaneval")
+    later = make_llm("recorded:gpt-4").complete(DRAFT_ACTION, {"task": synth, "state": _failed(synth, 1)})
+    body = humaneval.get("HumanEval/0", "gpt-4").text  # type: ignore[union-attr]
+    assert later.text == synth.meta["stub"] + body and later.provenance == "real:gpt-4"  # itself again
+    gpt4 = make_llm("recorded:gpt-4+cascade")
     later = gpt4.complete(DRAFT_ACTION, {"task": synth, "state": _failed(synth, 1)})
-    body = load_recordings("humaneval").get("HumanEval/0", "gpt-4-reflexion").text  # type: ignore[union-attr]
+    body = humaneval.get("HumanEval/0", "gpt-4-reflexion").text  # type: ignore[union-attr]
     assert later.text == synth.meta["stub"] + body and later.provenance == "real:gpt-4-reflexion"
+
+
+@pytest.mark.data
+def test_a_real_spider_failure_retried_is_the_same_published_sql_unless_the_cascade_is_asked(
+    shared_data: Path,
+) -> None:
+    rows = load_recordings("spider")
+    tasks = get_benchmark("SpiderSQL").load()
+    wrong = next(
+        t for t in tasks
+        if rows.get(spider_key(t.env_id, t.prompt), "gpt-4-zero-shot").verdict != "correct"  # type: ignore[union-attr]
+        and rows.get(spider_key(t.env_id, t.prompt), "gpt-4-few-shot").text  # type: ignore[union-attr]
+        != rows.get(spider_key(t.env_id, t.prompt), "gpt-4-zero-shot").text  # type: ignore[union-attr]
+    )  # fmt: skip
+    key = spider_key(wrong.env_id, wrong.prompt)
+    plain, cascade = make_llm("recorded:gpt-4-zero-shot"), make_llm("recorded:gpt-4-zero-shot+cascade")
+    for n in (1, 2):
+        again = plain.complete(DRAFT_ACTION, {"task": wrong, "state": _failed(wrong, n)})
+        assert (
+            again.text == rows.get(key, "gpt-4-zero-shot").text and again.provenance == "real:gpt-4-zero-shot"
+        )  # type: ignore[union-attr]
+    rungs = [cascade.complete(DRAFT_ACTION, {"task": wrong, "state": _failed(wrong, n)}) for n in (1, 2)]
+    assert [r.provenance for r in rungs] == ["real:gpt-4-few-shot", "real:gpt-4-din-sql"]
+    assert rungs[0].text == rows.get(key, "gpt-4-few-shot").text  # type: ignore[union-attr]

@@ -73,14 +73,19 @@ class MemoEvaluator:
 
 
 def split_ids(
-    benchmark: str, side: str, *, split_seed: int = 12345, data: str | Path | None = None
+    benchmark: str,
+    side: str,
+    *,
+    split_seed: int = 12345,
+    data: str | Path | None = None,
+    split: str | None = None,
 ) -> list[str]:
-    """The task ids of one side ("build", "train", "eval") of the benchmark's standard split (by
-    environment where the benchmark splits so: Spider by database, Dafny by project, HumanEval by
-    problem)."""
+    """The task ids of one side ("build", "train", "eval") of the benchmark's split `split` (None:
+    its default — Spider: tasks sampled by seed, App. D.2; Dafny by project, HumanEval by
+    problem; "databases": environments apart)."""
     spec = get_benchmark(benchmark)
-    split = make_split(spec.load(data), seed=split_seed, by_env=spec.split_by_env)
-    return list(getattr(split, side))
+    split_ = make_split(spec.load(data), seed=split_seed, kind=spec.split_kind(split))
+    return list(getattr(split_, side))
 
 
 def _tasks(

@@ -41,7 +41,7 @@ class Planner:
         if benchmark not in self._splits:
             spec = get_benchmark(benchmark)
             s = make_split(
-                list(self.tasks(benchmark).values()), seed=self.cfg.split_seed, by_env=spec.split_by_env
+                list(self.tasks(benchmark).values()), seed=self.cfg.split_seed, kind=spec.split_kind()
             )
             z = self.cfg.sizes
             train = s.train[: z.n_train] if z.n_train else s.train

@@ -13,7 +13,8 @@ def test_benchmarks_are_registered_with_env_ids() -> None:
     sql = get_benchmark("SQL")
     spider = get_benchmark("cm_gym/SpiderSQL-v0")
     assert sql.env_id == "cm_gym/SQL-v0" and sql.split_by_env is False
-    assert spider.name == "SpiderSQL" and spider.split_by_env is True
+    assert spider.name == "SpiderSQL" and spider.split_kind() == "sampled"  # App. D.2: tasks by seed
+    assert spider.split_kind("databases") == "environments" and sql.split_kind() == "shuffled"
     assert sql.env_id in gym.registry and spider.env_id in gym.registry
     assert sql.domain().name == spider.domain().name == "sql"
 
