@@ -52,7 +52,7 @@ logger = logging.getLogger(__name__)
 SAMPLED = {GENERATE_LOCAL_ALTERNATIVES: {"temperature": 0.7, "top_p": 0.95}}
 #: Reply length per template (others: `DEFAULT_MAX_TOKENS`); part of the cache identity.
 MAX_TOKENS = {DISTIL_RECORD: 160, REFLECT: 96, BEST_OF_N_JUDGE: 16}
-DEFAULT_MAX_TOKENS = 512
+DEFAULT_MAX_TOKENS = 768  # a whole program (code domains) fits; SQL replies stop long before
 #: GENERATE_LOCAL_ALTERNATIVES: room for K versions of the failed action and their fences, no more
 #: (a small model that explains every version would otherwise spend minutes per call):
 #: ``ALT_BASE + K * (ALT_PER_VERSION + len(action) // ALT_CHARS_PER_TOKEN)``, at most ``ALT_CAP``.
@@ -130,6 +130,7 @@ class LocalLLM:
         self.calls: Counter[str] = Counter()
         self.seconds: Counter[str] = Counter()
         self.load_s = 0.0
+        self._published: Path | None = None
 
     # -- identity -----------------------------------------------------------------------------------
     def cache_identity(self) -> dict[str, Any]:
@@ -202,6 +203,9 @@ class LocalLLM:
         for engine in engines:
             engine.stop()
         self._clients = []
+        published, self._published = self._published, None
+        if published is not None:
+            published.unlink(missing_ok=True)
 
     def engine_cpu_seconds(self) -> float:
         return sum(e.cpu_seconds() for e in self._engines)
@@ -283,4 +287,5 @@ class LocalLLM:
         path.write_text(
             json.dumps({"pid": os.getpid(), "urls": urls, "sha256": self.spec.sha256, "model": self.model})
         )
+        self._published = path
         return path

@@ -55,18 +55,29 @@ def _f(fields: Mapping[str, Any], name: str) -> str:
         return ""
 
 
-def split_state(state_text: str) -> tuple[str, str, str]:
-    """``(question, history, environment)`` of a rendered state (`AgentState.render`): the task
-    line, the previous attempt / feedback / reflections, and the environment context."""
+_HISTORY_MARKERS = ("Previous attempt:\n", "Reflections:\n")
+
+
+def split_state(state_text: str, question: str = "") -> tuple[str, str, str]:
+    """``(question, history, environment)`` of a rendered state (`AgentState.render`): the task,
+    the previous attempt / feedback / reflections, and the environment context. A multi-line
+    question is recognised by the `question` field when given, else the history starts at the
+    first line that opens it."""
     head, _, environment = state_text.partition("\nEnvironment:\n")
-    question, _, history = head.partition("\n")
-    return question.removeprefix("Task: ").strip(), history.strip(), environment.strip()
+    body = head.removeprefix("Task: ")
+    if question and body.startswith(question.strip()):
+        asked, history = body[: len(question.strip())], body[len(question.strip()) :]
+    else:
+        cut = min((i for m in _HISTORY_MARKERS if (i := body.find("\n" + m)) >= 0), default=len(body))
+        asked, history = body[:cut], body[cut:]
+    return asked.strip(), history.strip(), environment.strip()
 
 
 def _context(fields: Mapping[str, Any]) -> tuple[str, str, str]:
-    question, history, environment = split_state(_f(fields, "state_text"))
+    given = _f(fields, "question")
+    question, history, environment = split_state(_f(fields, "state_text"), given)
     context = _f(fields, "context") or environment
-    return (_f(fields, "question") or question), history, context
+    return (given or question), history, context
 
 
 def _fence(text: str) -> str:
@@ -249,12 +260,24 @@ _SAMPLE: Mapping[str, str] = {
 }  # fmt: skip
 
 
+#: A second sample: a multi-line question, an earlier attempt and a record with its lesson, so the
+#: digest also sees how a state is split and a record is shown.
+_SAMPLE_STATE: Mapping[str, str] = {
+    **_SAMPLE,
+    "question": "<q1>\n<q2>",
+    "state_text": "Task: <q1>\n<q2>\nPrevious attempt:\n<a>\nFeedback: <f>\nEnvironment:\n<env>",
+    "context": "",
+    "record": "Situation: <s>\nApplies only when: <c>\nOriginal action (a-):\n<m>",
+}
+
+
 def prompts_digest() -> str:
     """A digest of every variant's text, rendered on placeholder fields: replies depend on it, so
-    it is part of the local backend's cache identity (any change of wording changes it)."""
+    it is part of the local backend's cache identity (any change of wording or layout changes it)."""
     h = hashlib.sha256(PROMPTS_VERSION.encode())
     for name in sorted(BUILDERS):
         h.update(name.encode())
-        for message in BUILDERS[name](_SAMPLE):
-            h.update(f"{message['role']}\0{message['content']}\0".encode())
+        for sample in (_SAMPLE, _SAMPLE_STATE):
+            for message in BUILDERS[name](sample):
+                h.update(f"{message['role']}\0{message['content']}\0".encode())
     return h.hexdigest()[:12]

@@ -294,3 +294,11 @@ def test_specs_and_refusals() -> None:
     llm = make_llm("local:qwen2.5-coder-0.5b", cache_mode="off")
     assert llm.name == "local:qwen2.5-coder-0.5b"  # nothing started: engines start on the first live call
     assert llm._clients == []  # type: ignore[attr-defined]
+
+
+def test_a_multi_line_question_is_not_mistaken_for_an_earlier_attempt() -> None:
+    question = "Write `f`.\n```python\ndef f(x):\n    pass\n```"
+    assert split_state(f"Task: {question}\nEnvironment:\nTests: t[0]", question) == (question, "", "Tests: t[0]")
+    with_attempt = f"Task: {question}\nPrevious attempt:\ndef f(x): return 1\nFeedback: t[0] failed\nEnvironment:\nE"
+    assert split_state(with_attempt, question)[1] == "Previous attempt:\ndef f(x): return 1\nFeedback: t[0] failed"
+    assert split_state(with_attempt)[1].startswith("Previous attempt:")  # no question field: by the marker

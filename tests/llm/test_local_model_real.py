@@ -101,3 +101,38 @@ def test_one_spider_decision_with_the_real_model(tmp_path: Path) -> None:
     assert again.draft == draft and replay.inner._clients == []  # type: ignore[attr-defined]
     counts = replay.replies.as_dict()  # type: ignore[attr-defined]
     assert counts["real"] == 1 and counts["simulated"] == 0
+
+
+def test_serve_llm_publishes_engines_that_runs_attach_to(tmp_path: Path) -> None:
+    """`cm-gym serve-llm --model qwen2.5-coder-0.5b` starts the engines and publishes them; a
+    `local:` backend in another process attaches instead of starting its own; stopping the server
+    stops the engines and withdraws the file."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from cm_gym.llm.local_llm import LocalLLM, published_engines_file
+
+    _require()
+    env = {**os.environ}
+    cmd = [sys.executable, "-m", "cm_gym.cli", "serve-llm", "--model", MODEL, "--engines", "1", "--port", "0",
+           "--benchmark", "SQL"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 600
+        lines = []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()  # type: ignore[union-attr]
+            lines.append(line)
+            if " at http://" in line or not line:
+                break
+        assert published_engines_file(MODEL).is_file(), "".join(lines)
+        llm = LocalLLM(MODEL)
+        reply = llm.complete_messages([{"role": "user", "content": "Say OK."}], "check", 4)
+        assert reply.text and llm._engines == []  # attached: no engine of its own
+        llm.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(60)
+    assert not published_engines_file(MODEL).exists()
