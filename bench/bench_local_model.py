@@ -45,7 +45,9 @@ def _calls(tasks: list, n: int, domain: object) -> list[tuple[str, dict]]:
     for t in tasks:
         by_db[t.env_id].append(t)
     stream: list[tuple[str, dict]] = []
-    picked = [t for db in sorted(by_db, key=lambda d: -len(by_db[d]))[:3] for t in by_db[db][: (n + 2) // 3]][:n]
+    picked = [t for db in sorted(by_db, key=lambda d: -len(by_db[d]))[:3] for t in by_db[db][: (n + 2) // 3]][
+        :n
+    ]
     for i, task in enumerate(picked):
         other = next((t for t in by_db[task.env_id] if t is not task), task)
         gold, other_gold = task.reference, other.reference
@@ -119,7 +121,9 @@ def bench(model: str, n_tasks: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--models", nargs="+", default=["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"])
     parser.add_argument("--tasks", type=int, default=12)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from cm_gym.domains.registry import get_benchmark, get_domain
-from cm_gym.llm.base import DISTIL_RECORD, DRAFT_ACTION, GENERATE_LOCAL_ALTERNATIVES, REFLECT, REVISE_WITH_RECORD
+from cm_gym.llm.base import (
+    DISTIL_RECORD,
+    DRAFT_ACTION,
+    GENERATE_LOCAL_ALTERNATIVES,
+    REFLECT,
+    REVISE_WITH_RECORD,
+)
 from cm_gym.llm.cache import ResponseCache, decode_request
 from cm_gym.llm.parsers import parse_alternatives, parse_distil
 from cm_gym.llm.prompts import parse_rendered
@@ -53,7 +59,9 @@ def rates(cache_file: Path, benchmark: str, model: str | None = None) -> dict[st
                 ok = domain.parse_problem(text) is None
                 t["parseable"] += ok
                 if template == REVISE_WITH_RECORD and ok:
-                    t["changed_draft"] += domain.action_changed(fields.get("draft", ""), domain.parse_action(text))
+                    t["changed_draft"] += domain.action_changed(
+                        fields.get("draft", ""), domain.parse_action(text)
+                    )
             elif template == GENERATE_LOCAL_ALTERNATIVES:
                 edits = parse_alternatives(text, fields.get("action", ""))
                 t["with_valid_edit"] += bool(edits)
@@ -83,7 +91,9 @@ def _condition_ok(domain: Any, condition: str) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("cache", type=Path)
     parser.add_argument("--benchmark", default="SpiderSQL")
     parser.add_argument("--model", default=None)

@@ -129,16 +129,36 @@ def parse_alternatives(text: str, action: str) -> list[str]:
     return out
 
 
+#: A line that opens one of several versions inside one block ("-- Version 2: ...", "# version 3",
+#: "/* Version 1 */"): small models put all K versions in one fence, each under such a line.
+_VERSION_LINE = re.compile(r"^[ \t]*(?:--|#|//|/\*)[ \t]*(?:corrected[ \t]+)?version[ \t]*\d+\b.*$", re.I)
+
+
+def _split_versions(body: str) -> list[str]:
+    """The versions in one fenced block: split at version header lines (dropped), else the block."""
+    parts: list[list[str]] = [[]]
+    for line in body.splitlines():
+        if len(line) <= 200 and _VERSION_LINE.match(line):
+            parts.append([])
+        else:
+            parts[-1].append(line)
+    return [text for part in parts if (text := "\n".join(part).strip())]
+
+
 def _fenced_versions(text: str, action: str) -> list[str] | None:
-    """The corrected versions in a reply's fenced blocks that are one local edit of `action`, in
-    reply order, without duplicates; None when the reply has no fenced block at all."""
+    """The corrected versions in a reply's fenced blocks (one per block, or several in one block
+    under version header lines) that are one local edit of `action`, in reply order, without
+    duplicates; None when the reply has no fenced block at all. A trailing semicolon the action
+    does not have is dropped first (it changes nothing the checker sees)."""
     blocks = fenced_blocks(text)
     if not blocks:
         return None
     out: list[str] = []
     original = action.strip()
-    for block in blocks[:MAX_EDIT_BLOCKS]:
-        version = block.body.strip()
+    versions = [v for block in blocks[:MAX_EDIT_BLOCKS] for v in _split_versions(block.body)]
+    for version in versions[:MAX_EDIT_BLOCKS]:
+        if not original.endswith(";"):
+            version = version.rstrip().rstrip(";").rstrip()
         if not version or version == original:
             continue
         pair = edit_fragment(original, version)

@@ -298,7 +298,33 @@ def test_specs_and_refusals() -> None:
 
 def test_a_multi_line_question_is_not_mistaken_for_an_earlier_attempt() -> None:
     question = "Write `f`.\n```python\ndef f(x):\n    pass\n```"
-    assert split_state(f"Task: {question}\nEnvironment:\nTests: t[0]", question) == (question, "", "Tests: t[0]")
-    with_attempt = f"Task: {question}\nPrevious attempt:\ndef f(x): return 1\nFeedback: t[0] failed\nEnvironment:\nE"
-    assert split_state(with_attempt, question)[1] == "Previous attempt:\ndef f(x): return 1\nFeedback: t[0] failed"
+    assert split_state(f"Task: {question}\nEnvironment:\nTests: t[0]", question) == (
+        question,
+        "",
+        "Tests: t[0]",
+    )
+    with_attempt = (
+        f"Task: {question}\nPrevious attempt:\ndef f(x): return 1\nFeedback: t[0] failed\nEnvironment:\nE"
+    )
+    assert (
+        split_state(with_attempt, question)[1]
+        == "Previous attempt:\ndef f(x): return 1\nFeedback: t[0] failed"
+    )
     assert split_state(with_attempt)[1].startswith("Previous attempt:")  # no question field: by the marker
+
+
+def test_several_versions_in_one_fence_under_version_lines() -> None:
+    """What Qwen2.5-Coder-1.5B wrote for a Spider failure: all versions in one block."""
+    action = "SELECT T1.name, T2.kind\nFROM p AS T1\nJOIN t AS T2 ON T1.id = T2.id"
+    reply = (
+        "```sql\n-- Version 1: Corrected the column name\n"
+        "SELECT T1.name, T2.kind\nFROM p AS T1\nJOIN t AS T2 ON T1.id = T2.id;\n\n"  # unchanged but ';'
+        "-- Version 2: Added a WHERE clause\n"
+        "SELECT T1.name, T2.kind\nFROM p AS T1\nJOIN t AS T2 ON T1.id = T2.id\nWHERE T2.kind = 'x';\n\n"
+        "-- Version 3: LEFT JOIN\n"
+        "SELECT T1.name, T2.kind\nFROM p AS T1\nLEFT JOIN t AS T2 ON T1.id = T2.id\n```"
+    )
+    assert parse_alternatives(reply, action) == [
+        action + "\nWHERE T2.kind = 'x'",
+        action.replace("JOIN t", "LEFT JOIN t"),
+    ]
