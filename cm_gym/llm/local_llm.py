@@ -2,7 +2,7 @@
 
 `LocalLLM` assembles the pinned GGUF checkpoint (`cm_gym.llm.gguf_models`), starts llama.cpp
 engines as child processes (`cm_gym.llm.llama_engine`: one per core, one thread each) on the first
-live call — or attaches to the engines a running ``cm-gym serve-llm --model NAME`` published — and
+live call (``CM_GYM_LOCAL_ENGINES`` overrides their number) — or attaches to the engines a running ``cm-gym serve-llm --model NAME`` published — and
 sends each call through the OpenAI-compatible client (`cm_gym.llm.openai_client`: retries,
 timeouts, clear errors) to a free engine, preferring the engine that answered the same prompt
 prefix last (its KV cache holds that prefix). `make_llm` puts it behind the response cache, so a
@@ -117,7 +117,7 @@ class LocalLLM:
         self.model, self.seed = self.spec.name, int(seed)
         self.name = f"local:{self.model}"
         self.provenance = real(self.model)
-        self.n_engines = int(engines or default_engines())
+        self.n_engines = int(engines or os.environ.get("CM_GYM_LOCAL_ENGINES") or default_engines())
         self.threads, self.prompt_cache, self.attach = int(threads), bool(prompt_cache), bool(attach)
         self.timeout = float(timeout or DEFAULT_TIMEOUT_S)
         self.retries = retries
