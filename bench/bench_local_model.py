@@ -8,7 +8,8 @@ verified correction from another task of the same database, and, for every third
 GENERATE_LOCAL_ALTERNATIVES and a DISTIL_RECORD. Printed per template: calls, CPU seconds of the
 engine process per call (``/proc``), prompt and generated tokens per call, prompt tokens reused
 from the previous call's KV cache (llama.cpp's "prefix-match hit" lines), and overall prompt and
-generation tokens per CPU-second (llama.cpp's own timings) and calls per hour on 2 cores (two
+generation tokens per second of the engine's one thread (llama.cpp's own timings, wall clock:
+CPU seconds only on an idle core; the load average is printed beside them) and calls per hour on 2 cores (two
 engines, one per core, at the measured CPU cost per call of the DRAFT/REVISE mix). The engine
 build is measured once by ``cm-gym setup-local-model`` and printed from its record when present.
 Needs `cm-gym setup-local-model NAME` and the Spider data (CM_GYM_DATA). The responses are not
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import time
@@ -117,6 +119,7 @@ def bench(model: str, n_tasks: int) -> dict:
         "prompt_tokens_per_cpu_s": sum(n for _, n in pe) / max(1e-9, sum(ms for ms, _ in pe) / 1000),
         "generated_tokens_per_cpu_s": sum(n for _, n in ev) / max(1e-9, sum(ms for ms, _ in ev) / 1000),
         "calls_per_hour_2_cores": 2 * 3600 / statistics.mean(mix) if mix else 0.0,
+        "load": os.getloadavg()[0],
     }
 
 
@@ -142,9 +145,11 @@ def main() -> None:
                 f"{v['completion_tokens']:9.0f}"
             )
         print(
-            f"  prefix tokens reused per call {r['prefix_tokens_reused_per_call']:.0f}; prompt "
-            f"{r['prompt_tokens_per_cpu_s']:.0f} and generated {r['generated_tokens_per_cpu_s']:.1f} tokens "
-            f"per CPU-s; {r['calls_per_hour_2_cores']:.0f} DRAFT/REVISE calls per hour on 2 cores"
+            f"  prefix tokens reused per call {r['prefix_tokens_reused_per_call']:.0f}; llama.cpp's own "
+            f"timings: prompt {r['prompt_tokens_per_cpu_s']:.0f} and generated "
+            f"{r['generated_tokens_per_cpu_s']:.1f} tokens per second of its 1 thread (wall: CPU-s only on "
+            f"an idle core); {r['calls_per_hour_2_cores']:.0f} DRAFT/REVISE calls per hour on 2 cores "
+            f"(load average {r['load']:.1f})"
         )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cm_gym.core import boundedjson
 from cm_gym.core.paths import cache_dir
 from cm_gym.llm.errors import LLMError
 
@@ -139,7 +140,7 @@ def _verified(path: Path, model: GGUFModel) -> bool:
     if not path.is_file():
         return False
     try:
-        stamp = json.loads(_stamp_path(path).read_text()[:4096])
+        stamp = boundedjson.loads(_stamp_path(path).read_bytes(), max_bytes=4096, max_depth=4)
     except (OSError, ValueError):
         return False
     return isinstance(stamp, dict) and stamp == {**_stamp_of(path), "sha256": model.sha256}

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core import boundedjson
 from cm_gym.core.paths import cache_dir, cache_root
 from cm_gym.llm.base import (
     BEST_OF_N_JUDGE,
@@ -85,7 +86,7 @@ def published_engines_file(model: str) -> Path:
 def published_engines(model: str, sha256: str) -> list[str]:
     """The base URLs a live ``serve-llm`` publishes for `model` (empty when none answers)."""
     try:
-        info = json.loads(published_engines_file(model).read_text()[:65536])
+        info = boundedjson.loads(published_engines_file(model).read_bytes(), max_bytes=65536, max_depth=8)
         pid, urls = int(info["pid"]), [str(u) for u in info["urls"]]
     except (OSError, ValueError, KeyError, TypeError):
         return []

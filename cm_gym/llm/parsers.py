@@ -223,9 +223,17 @@ def format_alternatives(action: str, edited_actions: list[str]) -> str:
     return "\n\n".join(blocks)
 
 
+#: Predicates listed with commas instead of " AND " (what small models write): a comma right after
+#: a predicate's closing parenthesis and before the next predicate's name (arguments never hold
+#: a parenthesis outside quotes in the grammar, so this comma is between predicates).
+_LISTED = re.compile(r"\)[ \t]*,[ \t]*(?=[A-Za-z_]\w{0,63}\()")
+
+
 def _normalise_condition(condition: str) -> str:
     text = " ".join(condition.split()).strip().strip("`").strip()
-    return "" if text.strip("\"'. ").lower() in _NONE_WORDS else text
+    if text.strip("\"'. ").lower() in _NONE_WORDS:
+        return ""
+    return _LISTED.sub(") AND ", text)
 
 
 def _section(text: str, label: str, until: str) -> str | None:

@@ -96,9 +96,56 @@ def _identity(request: Any) -> dict[str, Any]:
     return dict(request.get("identity", {})) if isinstance(request, dict) else {}
 
 
-def ship(cache_file: Path, model: str, *, folder: Path | None = None, benchmark: str = "") -> dict[str, Any]:
+#: Options of a run's command that name where it ran, not what it computed (left out of the replay).
+_LOCAL_OPTIONS = {"--llm-cache": 1, "--out-dir": 1, "--overwrite": 0, "--llm-timeout": 1, "--no-progress": 0}
+
+
+def replay_command(command: str) -> list[str]:
+    """The arguments of `cm-gym run` that reproduce a shipped run, without its local options."""
+    import shlex
+
+    argv, out = shlex.split(command), []
+    argv = argv[1:] if argv and argv[0].endswith("cm-gym") else argv
+    i = 0
+    while i < len(argv):
+        skip = _LOCAL_OPTIONS.get(argv[i].split("=", 1)[0])
+        if skip is None:
+            out.append(argv[i])
+            i += 1
+        else:
+            i += 1 + (skip if "=" not in argv[i] else 0)
+    return out
+
+
+def run_entry(results_file: Path) -> dict[str, Any]:
+    """What the manifest keeps of a shipped run: its replay command and its scores (the replay
+    test checks that a replay gives them back exactly)."""
+    from cm_gym.core import boundedjson
+
+    results = boundedjson.loads(
+        results_file.read_bytes(), max_bytes=64 << 20, max_depth=64, what=str(results_file)
+    )
+    policies = results.get("policies", {})
+    return {
+        "benchmark": results.get("config", {}).get("benchmark", ""),
+        "command": replay_command(results.get("provenance", {}).get("command", "")),
+        "split": results.get("split", {}).get("label", ""),
+        "scores": {name: p.get("mean", {}).get("score", {}).get("mean") for name, p in policies.items()},
+        "replies": results.get("llm", {}).get("replies", {}),
+    }
+
+
+def ship(
+    cache_file: Path,
+    model: str,
+    *,
+    folder: Path | None = None,
+    benchmark: str = "",
+    results: Path | None = None,
+) -> dict[str, Any]:
     """Merge the replies of `model` (current prompts) in `cache_file` into the shipped export and
-    rewrite its manifest; returns the manifest. Entries already shipped are kept."""
+    rewrite its manifest (with the run's replay command and scores when its `results` file is
+    given); returns the manifest. Entries already shipped are kept."""
     from cm_gym.llm.cache import ResponseCache
     from cm_gym.llm.cache_io import export_cache, merge_export, read_export
     from cm_gym.llm.local_llm import LocalLLM
@@ -136,7 +183,13 @@ def ship(cache_file: Path, model: str, *, folder: Path | None = None, benchmark:
             work.with_name(work.name + side).unlink(missing_ok=True)
     old = {}
     with contextlib.suppress(OSError, ValueError):
-        old = json.loads(manifest_path(model, folder).read_text())
+        from cm_gym.core import boundedjson
+
+        old = boundedjson.loads(manifest_path(model, folder).read_bytes(), max_bytes=4 << 20, max_depth=32)
+    runs = [r for r in old.get("runs", []) if isinstance(r, dict)]
+    if results is not None:
+        entry = run_entry(results)
+        runs = [r for r in runs if r.get("command") != entry["command"]] + [entry]
     benchmarks = dict(old.get("added_by_benchmark", {}))
     if benchmark and added:
         benchmarks[benchmark] = benchmarks.get(benchmark, 0) + added
@@ -150,6 +203,7 @@ def ship(cache_file: Path, model: str, *, folder: Path | None = None, benchmark:
         "by_template": dict(sorted(templates.items())),
         "added_by_benchmark": benchmarks,
         "export_sha256": _digest(export_path(model, folder)),
+        "runs": runs,
     }
     manifest_path(model, folder).write_text(json.dumps(manifest, indent=2) + "\n")
     if count == 0:

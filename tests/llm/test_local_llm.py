@@ -328,3 +328,14 @@ def test_several_versions_in_one_fence_under_version_lines() -> None:
         action + "\nWHERE T2.kind = 'x'",
         action.replace("JOIN t", "LEFT JOIN t"),
     ]
+
+
+def test_predicates_listed_with_commas_are_joined_with_and() -> None:
+    """What Qwen2.5-Coder-1.5B wrote as a condition."""
+    from cm_gym.llm.parsers import parse_distil
+
+    reply = 'SITUATION: s\nCONDITION: mentions_any("palindrome", "shortest"), same_env("test"), feature_in("k", "a, b")'
+    assert (
+        parse_distil(reply)[1]
+        == 'mentions_any("palindrome", "shortest") AND same_env("test") AND feature_in("k", "a, b")'
+    )
