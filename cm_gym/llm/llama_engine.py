@@ -21,7 +21,6 @@ import atexit
 import contextlib
 import ctypes
 import importlib.util
-import json
 import logging
 import os
 import queue
@@ -37,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core import boundedjson
 from cm_gym.core.paths import cache_dir
 from cm_gym.llm.errors import LLMError
 
@@ -230,7 +230,7 @@ def ready(base_url: str, timeout: float = 2.0) -> bool:
     """Whether an OpenAI-compatible server answers ``GET /models`` at `base_url`."""
     try:
         with urllib.request.urlopen(f"{base_url}/models", timeout=timeout) as response:  # noqa: S310 - loopback
-            return bool(response.status == 200 and json.loads(response.read(1 << 16)))
+            return bool(response.status == 200 and boundedjson.loads(response.read(1 << 16), max_bytes=1 << 16, max_depth=16))
     except (OSError, ValueError, urllib.error.URLError):
         return False
 
