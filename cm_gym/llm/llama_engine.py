@@ -5,9 +5,11 @@ vendors llama.cpp; ``cm-gym setup-local-model`` builds it once per machine) serv
 over the OpenAI-compatible API on ``127.0.0.1``. One engine per core, **one thread each**: on a
 shared 2-core machine two threads per process were 7× slower at generation under load, and two
 single-threaded engines answer two calls at once. Every engine keeps the KV cache of its last
-prompt (llama.cpp reuses the longest common prefix) and, with ``prompt_cache``, a RAM cache of
-earlier prompts' states, so prompts that share a prefix (the instructions, then the database
-schema) are not re-evaluated.
+prompt (llama.cpp reuses the longest common prefix), so prompts that share a prefix with the one
+before (the instructions, then the database schema) are not re-evaluated; `LocalLLM` sends a call
+to the engine that saw its prefix last. ``prompt_cache`` adds llama-cpp-python's RAM cache of
+earlier prompts' states; it is off by default: on HumanEval prompts it grew one engine to 8.8 GB
+of memory and the kernel killed it (measured on this 2-core, 24 GB machine).
 
 No orphan engine: an engine is started from one long-lived keeper thread with
 ``PR_SET_PDEATHSIG`` (the kernel kills it when the thread that forked it dies, i.e. with this
@@ -125,12 +127,13 @@ class Engine:
     threads: int = 1
     n_ctx: int = DEFAULT_CTX
     seed: int = 0
-    prompt_cache: bool = True
+    prompt_cache: bool = False  # llama-cpp-python's RAM cache of prompt states: see the module docstring
     verbose: bool = False  # llama.cpp's timings and prefix-match lines in the log (the bench reads them)
     port: int = 0
     log_path: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     ready_s: float = 0.0
+    _exit_code: int | None = field(default=None, repr=False)
 
     @property
     def base_url(self) -> str:
@@ -198,12 +201,23 @@ class Engine:
         except OSError:
             return "(no log)"
 
+    def exit_reason(self) -> str:
+        """How the process ended, in words (for an error message)."""
+        code = self.process.poll() if self.process is not None else self._exit_code
+        if code is None:
+            return "is running"
+        if code == -signal.SIGKILL:
+            return "was killed (SIGKILL: out of memory?)"
+        return f"exited with code {code}: {self.log_tail(300)}"
+
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
     def stop(self, grace: float = 5.0) -> None:
         """Terminate the process (SIGKILL after `grace` seconds); idempotent."""
         process, self.process = self.process, None
+        if process is not None:
+            self._exit_code = process.poll()
         with _RUNNING_LOCK:
             _RUNNING.discard(self)
         if process is None or process.poll() is not None:

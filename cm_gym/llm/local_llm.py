@@ -111,7 +111,7 @@ class LocalLLM:
         threads: int = 1,
         timeout: float | None = None,
         retries: int | None = None,
-        prompt_cache: bool = True,
+        prompt_cache: bool = False,
         attach: bool = True,
     ) -> None:
         self.spec = get_model(model)
@@ -253,7 +253,7 @@ class LocalLLM:
         except LLMError as exc:
             engine = self._engines[i] if i < len(self._engines) else None
             if engine is not None and not engine.alive():
-                raise LLMError(f"{self.name}: the engine died: {engine.log_tail()}") from exc
+                raise LLMError(f"{self.name}: the engine {engine.exit_reason()}; rerun to resume from the cache") from exc
             raise
         finally:
             self._release(i)
