@@ -43,7 +43,7 @@ from cm_gym.domains.environment import environment_versions
 from cm_gym.llm.base import DISTIL_RECORD, LLM
 from cm_gym.llm.cached import cached_llm_of
 from cm_gym.llm.errors import FATAL_LLM_ERRORS
-from cm_gym.memory.admission import decide_admission
+from cm_gym.memory.admission import decide_admission, instance_confirmation
 from cm_gym.memory.alternatives import AlternativeGenerator, AlternativesParser
 from cm_gym.memory.construction_config import ConstructionConfig
 from cm_gym.memory.distill import Distiller, DistilParser
@@ -244,6 +244,13 @@ class _Builder:
             self.summary.reject("not_improved")
             return
         task = state.task
+        if self.cfg.verify:
+            with self.timer.time("evaluator"):
+                confirmation = instance_confirmation(self.evaluator.inner, state, a_minus, a_plus)
+            if confirmation is not None and not confirmation.get("confirmed", True):
+                self.summary.reject("refused_on_instances")
+                logger.debug("refused %s from %s on other instances: %s", a_plus, task.task_id, confirmation)
+                return
         if self.on_verified is not None:
             self.on_verified(task, a_minus, a_plus, delta)
         evidence = self._evidence(o, o2)
