@@ -33,7 +33,7 @@ from cm_gym.core.types import TRUNCATION, Action, AgentState, Outcome, truncate
 from cm_gym.domains.sql._engine import MAX_QUERY_CHARS, Engine
 from cm_gym.domains.sql.compare import Comparison, Result, compare
 from cm_gym.domains.sql.instances import InstanceCache
-from cm_gym.domains.sql.testsuite import InstanceChecker
+from cm_gym.domains.sql.testsuite import InstanceChecker, InstanceReport
 from cm_gym.domains.sql.vetting import vet
 from cm_gym.evaluators.budgets import SQLITE_STEPS, budget_details, infrastructure
 from cm_gym.evaluators.worker import Worker
@@ -283,6 +283,13 @@ class SQLEvaluator:
             "other rows); it depends on the rows that happen to be there."
         )
         return Outcome(0.0, False, feedback, reason="wrong result on a database variant", details=details)
+
+    def instance_report(self, state: AgentState, sql: str) -> InstanceReport | None:
+        """How `sql` fares on the variants of the task's database (None without variants)."""
+        meta = state.task.meta or {}
+        if self._checker is None or not meta.get("db_path") or not state.task.reference:
+            return None
+        return self._checker.check(meta["db_path"], state.task.reference, sql)
 
     def confirm_contrast(self, state: AgentState, a_minus: str, a_plus: str) -> dict[str, Any] | None:
         """Admission on several database instances (`testsuite.InstanceChecker.confirm`): whether

@@ -16,7 +16,11 @@ rewrites the rows, so that queries that differ in meaning are likely to differ i
   ties and coincidences of the original change; a foreign-key column draws from the referenced
   column's values, so a join still finds a partner;
 * **NULL inserted where allowed** — with probability `p_null` in columns that are not NOT NULL,
-  not a key and not referenced by a foreign key.
+  not a key, not referenced by a foreign key, and already hold a NULL in the original: NULL is
+  then part of the column's observed domain. (Spider's schemas rarely declare NOT NULL; NULLs in
+  a column that never holds one made the gold and right-but-differently-written queries disagree
+  on a case the question never considered — ``ORDER BY age LIMIT 1`` puts a NULL age first,
+  ``age = (SELECT MIN(age) ...)`` skips it — and refused such repairs for nothing.)
 
 Keys and referential integrity are kept: primary-key, unique and referenced columns are never
 perturbed, and after the deletions a child row whose foreign key pointed to a deleted parent row
@@ -45,7 +49,7 @@ from cm_gym.domains.sql.schema import connect_ro
 logger = logging.getLogger(__name__)
 
 #: bump when the generator changes: cached variants of another version are not reused
-VERSION = 1
+VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,10 @@ def _perturb(tables: dict[str, _Table], rates: VariantRates, rng: random.Random)
             [r[i] for r in originals[t.name.lower()] if r[i] is not None] for i in range(len(t.columns))
         ]
         fk_of = {i: (p.lower(), c) for i, p, c in t.fks}
+        nullable = [
+            not t.notnull[i] and any(r[i] is None for r in originals[t.name.lower()])
+            for i in range(len(t.columns))
+        ]
         for row in t.rows:
             for i, col in enumerate(t.columns):
                 if i in t.keys or (t.name.lower(), col.lower()) in referenced:
@@ -153,7 +161,7 @@ def _perturb(tables: dict[str, _Table], rates: VariantRates, rng: random.Random)
                             row[i] = rng.choice(values)
                     continue
                 u = rng.random()
-                if u < rates.p_null and not t.notnull[i]:
+                if u < rates.p_null and nullable[i]:
                     row[i] = None
                 elif u < rates.p_null + rates.p_value and domains[i]:
                     row[i] = rng.choice(domains[i]) if rng.random() < 0.5 else _neighbour(row[i], rng)

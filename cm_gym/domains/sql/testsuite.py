@@ -7,9 +7,12 @@ there (the same comparison as on the task's database, `cm_gym.domains.sql.compar
 
 * the reference query runs there (no error, no budget); and
 * when its outermost query has a LIMIT, the rows it keeps do not depend on how SQLite breaks ties:
-  the reference is run twice more with every output column appended to its ORDER BY, ascending
-  and then descending, and both must return its result (a LIMIT without ORDER BY is never
-  well-defined on a variant).
+  the sort keys of the last row kept and the first row cut must differ (`boundary_probe`, for a
+  simple SELECT), and the reference is run twice more with every output column appended to its
+  ORDER BY, ascending and then descending, and both must return its result (a LIMIT without
+  ORDER BY is never well-defined on a variant). Without the first test a copied row that ties
+  with the youngest singer made ``ORDER BY age LIMIT 1`` keep one of two equal rows and refused
+  the right ``WHERE age = (SELECT MIN(age) ...)``.
 
 Where the reference is ill-defined the variant says nothing about the query (skipped and counted).
 The task's own database is not re-checked here: its verdict is the world model's usual one.
@@ -82,6 +85,32 @@ def tie_breaks(sql: str) -> tuple[str, str] | None:
     return out[0], out[1]
 
 
+def boundary_probe(sql: str) -> tuple[str, int] | None:
+    """(probe, n) for a reference ``SELECT ... ORDER BY keys LIMIT n``: the same query projecting
+    only its sort keys, with LIMIT n + 1. When its rows n and n + 1 are equal the reference cut a
+    tie (which of the tied rows it keeps is SQLite's choice, not the question's). None when the
+    reference is no such simple SELECT (a compound or DISTINCT query, an OFFSET, a computed LIMIT)."""
+    from sqlglot import exp
+
+    from cm_gym.domains.sql import sqlast
+
+    try:
+        tree = sqlast.parse(sql)
+    except sqlast.SQLParseError:
+        return None
+    limit, order = tree.args.get("limit"), tree.args.get("order")
+    if not isinstance(tree, exp.Select) or limit is None or order is None or tree.args.get("distinct"):
+        return None
+    value = limit.expression
+    if tree.args.get("offset") or not (isinstance(value, exp.Literal) and value.this.isdigit()):
+        return None
+    n = int(value.this)
+    copy = tree.copy()
+    copy.set("expressions", [o.this.copy() for o in order.expressions])
+    copy.args["limit"].set("expression", exp.Literal.number(n + 1))
+    return sqlast.to_sql(copy), n
+
+
 class InstanceChecker:
     """Runs queries on the variants of a task's database through `evaluator`'s sandbox."""
 
@@ -100,6 +129,17 @@ class InstanceChecker:
         ref = self.evaluator.reference(variant, reference)
         if ref.result is None:
             return None
+        probe = boundary_probe(reference)
+        if probe is not None:
+            rows, status, _ = self.evaluator.run(variant, probe[0])
+            n = probe[1]
+            if (
+                rows is not None
+                and status == "ok"
+                and len(rows.rows) > n >= 1
+                and rows.rows[n - 1] == rows.rows[n]
+            ):
+                return None  # the LIMIT cuts through tied sort keys
         breaks = tie_breaks(reference)
         if breaks is not None:
             if not breaks[0]:

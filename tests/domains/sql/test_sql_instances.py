@@ -48,6 +48,9 @@ def test_variant_keeps_schema_keys_and_references_and_is_deterministic(tiny_db: 
         assert len(ids) == len(set(ids)) and dump["people"]  # primary keys stay unique, tables non-empty
         assert len({r[0] for r in dump["pets"]}) == len(dump["pets"])
         assert {r[1] for r in dump["pets"] if r[1] is not None} <= set(ids)  # every reference resolves
+        # NULL only where the original column holds one (people.score, people.boss_id)
+        assert all(r[2] is not None and r[3] is not None and r[1] is not None for r in dump["people"])
+        assert all(r[2] is not None and r[3] is not None for r in dump["pets"])
 
 
 def test_instance_cache_builds_once_outside_the_data(tiny_db: Path, tmp_path: Path) -> None:
@@ -65,6 +68,28 @@ def test_tie_breaks_only_for_limit_queries() -> None:
     assert tie_breaks("SELECT name FROM people LIMIT 2") == ("", "")
     asc, desc = tie_breaks("SELECT name, age FROM people ORDER BY age DESC LIMIT 1") or ("", "")
     assert "age DESC, 1" in asc and "2" in asc and "1 DESC, 2 DESC" in desc
+
+
+def test_a_limit_that_cuts_a_tie_is_not_counted(make_task, tmp_path: Path) -> None:
+    from cm_gym.domains.sql.testsuite import boundary_probe
+
+    probe = boundary_probe("SELECT name FROM people ORDER BY age LIMIT 2")
+    assert probe == ("SELECT age FROM people ORDER BY age ASC LIMIT 3", 2)
+    assert boundary_probe("SELECT DISTINCT name FROM people ORDER BY age LIMIT 2") is None
+    # ages 18, 18 tie for the second place on the tiny database itself (its own "variant")
+    ev = SQLEvaluator(instances=1, instance_dir=str(tmp_path / "v"))
+    assert (
+        ev._checker.reference_on(
+            str(make_task("x").meta["db_path"]), "SELECT name FROM people ORDER BY age LIMIT 2"
+        )
+        is None
+    )
+    assert (
+        ev._checker.reference_on(
+            str(make_task("x").meta["db_path"]), "SELECT name FROM people ORDER BY age LIMIT 1"
+        )
+        is not None
+    )
 
 
 def test_lucky_query_refused_on_variants_true_one_kept(make_task, tmp_path: Path) -> None:
