@@ -5,8 +5,8 @@ instances (the task's database and `--instances` generated variants), and the ac
 refused (`cm_gym.studies.analysis.real_repairs`). Then the same check on simulated drafts: the
 records a default SQL-v0 build admits today, and how many the check on variants refuses.
 
-    python bench/bench_real_repairs.py                     # 7 systems, 3 variants, SQL-v0 on 200 tasks
-    python bench/bench_real_repairs.py --instances 10 --systems gpt-4-zero-shot --simulated 0
+    python bench/bench_real_repairs.py                     # 7 systems, 10 variants, SQL-v0 on 800 tasks
+    python bench/bench_real_repairs.py --instances 3 --systems gpt-4-zero-shot --simulated 0
 
 Variants are built once per database into $CM_GYM_CACHE/sql-instances (the first run pays it;
 that time is printed apart). CPU ms per repair pair: a⁺ checked on the task's database (today)
@@ -63,7 +63,7 @@ def real(args: argparse.Namespace, report: dict[str, Any]) -> None:
             f"{r.repaired['new']} ({r.repaired_k['extended']})", str(r.repaired["recorded"]),
             str(r.admitted_one), str(r.admitted_several),
             f"{r.refused()} / {pairs} ({r.refused('base')} / {r.refused('new')} / {r.refused('recorded')})",
-            f"{1000 * r.seconds_one / max(1, pairs):.1f} / {1000 * r.seconds_several / max(1, pairs):.1f}",
+            f"{1000 * r.seconds_one / max(1, pairs):.2f} / {1000 * r.seconds_several / max(1, pairs):.2f}",
         ])  # fmt: skip
         print(f"[{system}] {r.failures} failures, {pairs} repair pairs", file=sys.stderr, flush=True)
     print(f"\n## Real drafts (Spider, {len(tasks)} tasks; {args.instances} variants per database, seed "
@@ -98,8 +98,13 @@ def simulated(args: argparse.Namespace, report: dict[str, Any]) -> None:
     domain = get_domain("sql")
     tasks = get_benchmark("SQL").load()[: args.simulated]
     by_id = {t.task_id: t for t in tasks}
+    _build(tasks, domain.make_evaluator(), args.seed)  # warm-up (parse caches, databases): not timed
     one, records, one_s = _build(tasks, domain.make_evaluator(), args.seed)
     checker = domain.make_evaluator(instances=args.instances, instance_seed=args.seed)
+    for path in sorted({t.meta["db_path"] for t in tasks}):  # variants built before the timed build
+        checker.confirm_contrast(
+            AgentState(next(t for t in tasks if t.meta["db_path"] == path)), "", "SELECT 1"
+        )
     verdicts = [
         checker.confirm_contrast(AgentState(by_id[r.source_task_id]), r.a_minus, r.a_plus) for r in records
     ]
@@ -123,10 +128,10 @@ def simulated(args: argparse.Namespace, report: dict[str, Any]) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
-    p.add_argument("--instances", type=int, default=3, help="generated variants per database")
+    p.add_argument("--instances", type=int, default=10, help="generated variants per database")
     p.add_argument("--seed", type=int, default=0, help="variant seed (and simulated LLM seed)")
     p.add_argument("--k", type=int, default=4, help="the first K edits (Module I's K)")
-    p.add_argument("--simulated", type=int, default=200, help="SQL-v0 tasks to build on (0: skip)")
+    p.add_argument("--simulated", type=int, default=800, help="SQL-v0 tasks to build on (0: skip)")
     p.add_argument("--out", type=Path, default=Path("runs/real-repairs/report.json"))
     args = p.parse_args()
     report: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "systems": []}

@@ -44,7 +44,7 @@ from cm_gym.llm.base import DISTIL_RECORD, LLM
 from cm_gym.llm.cached import cached_llm_of
 from cm_gym.llm.errors import FATAL_LLM_ERRORS
 from cm_gym.memory.admission import decide_admission, instance_confirmation
-from cm_gym.memory.alternatives import AlternativeGenerator, AlternativesParser
+from cm_gym.memory.alternatives import AlternativeGenerator, AlternativesParser, RecordedAlternatives
 from cm_gym.memory.construction_config import ConstructionConfig
 from cm_gym.memory.distill import Distiller, DistilParser
 from cm_gym.memory.record import Record, evidence_text
@@ -79,6 +79,7 @@ class _Builder:
         alternatives_parser: AlternativesParser | None,
         distil_parser: DistilParser | None,
         env_versions: dict[str, frozenset[str]] | None = None,
+        recorded: RecordedAlternatives | None = None,
     ) -> None:
         self.domain, self.store, self.cfg = domain, store, config
         self.agent_kind, self.max_decisions = agent_kind, max_decisions
@@ -87,8 +88,9 @@ class _Builder:
         self.evaluator = TimedEvaluator(evaluator, self.timer)
         self.agent = BaseAgent(self.llm, domain, self.evaluator, kind=agent_kind)
         self.generator = AlternativeGenerator(
-            self.llm, domain, config.K, use_llm=config.use_llm_alternatives, parser=alternatives_parser
-        )
+            self.llm, domain, config.K, use_llm=config.use_llm_alternatives, parser=alternatives_parser,
+            recorded=recorded,
+        )  # fmt: skip
         self.distiller = Distiller(self.llm, domain, parser=distil_parser)
         self.retriever = Retriever(
             store,
@@ -187,7 +189,7 @@ class _Builder:
                 self.summary.alternatives_checked += 1
                 if alt.source == "llm":
                     self.summary.alternatives_llm += 1
-                else:
+                elif alt.source == "rule":  # "recorded" ones: checked − llm − rule
                     self.summary.alternatives_rule += 1
                 self._consider(state, action, outcome, alt.text, o2, cost)
             if cut_by_budget:
@@ -359,6 +361,7 @@ def build_memory(
     distil_parser: DistilParser | None = None,
     before_task: Callable[[Task], None] | None = None,
     on_verified: VerifiedFn | None = None,
+    recorded_alternatives: RecordedAlternatives | None = None,
 ) -> BuildSummary:
     """Build (or resume building) verified memory from `tasks` into `store`.
 
@@ -367,7 +370,8 @@ def build_memory(
     first task). Parsers default to `cm_gym.llm.prompts`'s. `before_task(task)` is called before
     each task that is processed (`cm_gym.memory.parallel` waits there for the task's speculation).
     New records carry their environment's content version (`Domain.environment_version`);
-    `on_verified` sees every verified improvement before admission (a rebuild's log).
+    `on_verified` sees every verified improvement before admission (a rebuild's log);
+    `recorded_alternatives` adds other published systems' outputs to Module I's candidates.
     """
     cfg = config or ConstructionConfig()
     if store.read_only:
@@ -393,6 +397,7 @@ def build_memory(
         alternatives_parser,
         distil_parser,
         envs,
+        recorded_alternatives,
     )
     builder.build_tasks = tuple(replace(t, reference="") for t in tasks)  # conditions never read it
     builder.on_verified = on_verified
