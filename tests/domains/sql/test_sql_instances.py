@@ -121,6 +121,17 @@ def test_verdict_on_instances_is_opt_in(make_task, tmp_path: Path) -> None:
         SQLEvaluator(verdict_on_instances=True)
 
 
+def test_evaluator_with_variants_pickles(make_task, tmp_path: Path) -> None:
+    import pickle
+
+    task = make_task("SELECT name FROM people WHERE age >= 18 AND city <> 'Graz'")
+    ev = SQLEvaluator(instances=2, instance_dir=str(tmp_path / "v"), verdict_on_instances=True)
+    ev.check(AgentState(task), Action("SELECT name FROM people"))
+    copy = pickle.loads(pickle.dumps(ev))
+    assert copy._checker is not None and copy._checker.evaluator is copy  # checks run in the copy's sandbox
+    assert copy.check(AgentState(task), Action(task.reference)).solved
+
+
 def test_instance_confirmation_reaches_through_wrappers() -> None:
     class Inner:
         def confirm_contrast(self, state, a_minus, a_plus):  # noqa: ANN001, ANN201
