@@ -132,6 +132,13 @@ def test_evaluator_with_variants_pickles(make_task, tmp_path: Path) -> None:
     assert copy.check(AgentState(task), Action(task.reference)).solved
 
 
+def test_experiments_take_the_option_by_name() -> None:
+    from cm_gym.cli.experiment import parse_evaluator_options
+
+    options = parse_evaluator_options(["instances=10", "verdict_on_instances=true"], ["SQL"])
+    assert options == {"instances": 10, "verdict_on_instances": True}
+
+
 def test_instance_confirmation_reaches_through_wrappers() -> None:
     class Inner:
         def confirm_contrast(self, state, a_minus, a_plus):  # noqa: ANN001, ANN201
