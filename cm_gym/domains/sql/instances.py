@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from cm_gym.core.paths import cache_dir
-from cm_gym.domains.sql.schema import connect_ro
+from cm_gym.domains.sql.schema import SQLDataError, connect_ro
 
 logger = logging.getLogger(__name__)
 
@@ -272,7 +272,9 @@ class InstanceCache:
         return self._directory
 
     def variants(self, db_path: str) -> Sequence[str]:
-        """The paths of the `n` variants of `db_path` (built on first use)."""
+        """The paths of the `n` variants of `db_path` (built on first use). A variant that cannot
+        be built (a schema SQLite cannot re-create, an unwritable cache) is logged and left out:
+        the database is then checked on fewer instances, as ``instances_counted`` shows."""
         paths = self._paths.get(db_path)
         if paths is None:
             digest = content_hash(db_path)
@@ -283,7 +285,13 @@ class InstanceCache:
             for i in range(self.n):
                 path = folder / f"seed{self.seed}-{i}.sqlite"
                 if not path.is_file():
-                    build_variant(db_path, path, self.seed * 1000 + i, self.rates)
+                    try:
+                        build_variant(db_path, path, self.seed * 1000 + i, self.rates)
+                    except (sqlite3.Error, OSError, SQLDataError) as err:  # a schema SQLite cannot copy
+                        logger.warning(
+                            "no variant %d of %s (%s): it is checked on fewer instances", i, db_path, err
+                        )
+                        continue
                     logger.info("built database variant %s of %s", path, db_path)
                 paths.append(str(path))
             self._paths[db_path] = paths

@@ -63,6 +63,18 @@ def test_instance_cache_builds_once_outside_the_data(tiny_db: Path, tmp_path: Pa
     assert not any(p.name.endswith(".tmp") for p in (tmp_path / "cache").rglob("*"))
 
 
+def test_a_variant_that_cannot_be_built_is_left_out(tiny_db: Path, tmp_path: Path, monkeypatch) -> None:
+    import sqlite3 as sq
+
+    from cm_gym.domains.sql import instances
+
+    def broken(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise sq.OperationalError("no such module: fts9")
+
+    monkeypatch.setattr(instances, "build_variant", broken)
+    assert InstanceCache(2, directory=tmp_path / "c").variants(str(tiny_db)) == []
+
+
 def test_tie_breaks_only_for_limit_queries() -> None:
     assert tie_breaks("SELECT name FROM people ORDER BY age") is None
     assert tie_breaks("SELECT name FROM people LIMIT 2") == ("", "")
