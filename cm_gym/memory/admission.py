@@ -27,15 +27,21 @@ with these definitions (the paper leaves them to the implementation):
   (disjoint conditions) but does conflict with an unconditional "use >".
 
 Rejection reasons: ``not_improved`` (check incomplete or Δ ≤ ε), ``duplicate``, ``conflict`` (S ≤ τ
-but it would pass without the I term), ``below_tau`` (otherwise).
+but it would pass without the I term), ``below_tau`` (otherwise), and ``refused_on_instances``: an
+evaluator that can check a contrast on several instances of its environment (the SQL world model
+with ``instances=N``: generated variants of the task's database) found that a⁺ is right only on
+the original — an accidental repair (`instance_confirmation`; off unless the evaluator offers it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from cm_gym.core.types import AgentState
 from cm_gym.domains.conditions import condition_overlap
 from cm_gym.memory.record import Record
 from cm_gym.memory.view import StoreView
@@ -48,6 +54,7 @@ REJECT_REASONS = (
     "retention",
     "condition_false_on_source",
     "condition_vacuous",
+    "refused_on_instances",
 )
 
 
@@ -151,3 +158,21 @@ def decide_admission(
     else:
         reason = "below_tau"
     return AdmissionResult(reason == "admitted", reason, score, d, u, r, i)
+
+
+def instance_confirmation(
+    evaluator: Any, state: AgentState, a_minus: str, a_plus: str
+) -> Mapping[str, Any] | None:
+    """Ask the world model whether a verified contrast also holds on other instances of the task's
+    environment: ``evaluator.confirm_contrast(state, a⁻, a⁺)``, looked up through wrappers that
+    keep the wrapped evaluator as ``inner`` (timing, memoising). None when no evaluator in the chain
+    offers it or it declines (the default: admission as in the paper); otherwise a mapping whose
+    ``"confirmed"`` decides (False = ``refused_on_instances``)."""
+    for _ in range(8):  # wrappers are shallow; a cycle must not hang a build
+        if evaluator is None:
+            return None
+        confirm = getattr(evaluator, "confirm_contrast", None)
+        if callable(confirm):
+            return confirm(state, a_minus, a_plus)
+        evaluator = getattr(evaluator, "inner", None)
+    return None

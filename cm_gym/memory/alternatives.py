@@ -7,6 +7,12 @@ the remaining slots up to K. With ``adapt=True`` (re-verification on a changed e
 adapted to its environment as it is now) come right after the LLM's, before the edit operators. Candidates are de-duplicated (whitespace-insensitive) and never equal
 the original action. An LLM failure or an unparseable reply is logged and leaves the slots to the
 rule-based operators, never an exception in the middle of a build.
+
+On recorded drafts (issue 32, item 4) Module I may also take *real* alternatives: the outputs that
+other published systems gave for the same task (`recorded_alternatives`), real LLM text marked
+``source="recorded"``. They come after the LLM's edits and before the rule-based ones; a record
+formed from one keeps the whole other query as a⁺, and its contrast key is the domain's diff of
+the two (for SQL: of their sqlglot normal forms). Off unless a provider is given.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cm_gym.agent import Cost
-from cm_gym.core.types import TRUNCATION, AgentState, CmGymError, Outcome, truncate
+from cm_gym.core.types import TRUNCATION, AgentState, CmGymError, Outcome, Task, truncate
 from cm_gym.domains.base import Domain
 from cm_gym.llm.base import GENERATE_LOCAL_ALTERNATIVES, LLM
 from cm_gym.llm.errors import FATAL_LLM_ERRORS
@@ -27,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 #: parse an LLM reply into full edited actions: ``parser(text, original_action) -> list[str]``
 AlternativesParser = Callable[[str, str], list[str]]
+#: real alternatives of an action: ``recorded(task, action) -> [other systems' outputs]``
+RecordedAlternatives = Callable[[Task, str], list[str]]
 
 _WS = re.compile(r"\s+")
 _FENCE = re.compile(r"```[\w+-]*\n(.*?)```", re.S)
@@ -77,7 +85,7 @@ class Alternative:
     "real:<system>", "simulated", "" when the backend does not say); "" for a rule-based edit."""
 
     text: str
-    source: str  # "llm" or "rule"
+    source: str  # "llm", "recorded" (another published system's output) or "rule"
     unit: str = ""
     description: str = ""
     mark: str = ""
@@ -95,9 +103,10 @@ class AlternativeGenerator:
         use_llm: bool = True,
         parser: AlternativesParser | None = None,
         adapt: bool = False,
+        recorded: RecordedAlternatives | None = None,
     ) -> None:
         self.llm, self.domain, self.k, self.use_llm = llm, domain, int(k), use_llm and llm is not None
-        self.adapt = adapt
+        self.adapt, self.recorded = adapt, recorded
         self.parser = parser or default_alternatives_parser()
 
     def _llm_edits(
@@ -157,9 +166,33 @@ class AlternativeGenerator:
         if self.adapt and len(out) < self.k:
             for edit in self.domain.adaptation_edits(state.task, action):
                 take(Alternative(edit.text.strip(), "rule", edit.unit, edit.description))
+        if self.recorded is not None and len(out) < self.k:
+            for text in self.recorded(state.task, action):
+                take(Alternative(text.strip(), "recorded"))
         if len(out) < self.k:
             for edit in self.domain.edit_operators(state.task, action):
                 take(Alternative(edit.text.strip(), "rule", edit.unit, edit.description))
                 if len(out) >= self.k:
                     break
         return out
+
+
+def recorded_alternatives(
+    domain: Domain, kind: str, exclude: str, systems: tuple[str, ...] | None = None
+) -> RecordedAlternatives:
+    """A provider of real alternatives: for a task, the published outputs of every recorded
+    system but `exclude` (or of `systems`), read as actions by the domain (`parse_action`), in
+    the systems' sorted order. A task without a recording key or outputs gets none."""
+    from cm_gym.llm.recordings import load_recordings
+
+    rows = load_recordings(kind)
+    names = tuple(s for s in (systems or rows.systems) if s != exclude)
+
+    def provide(task: Task, action: str) -> list[str]:
+        key = domain.recording_key(task)
+        if key is None:
+            return []
+        outputs = (rows.get(key, s) for s in names)
+        return [domain.parse_action(o.text) for o in outputs if o is not None and o.text.strip()]
+
+    return provide

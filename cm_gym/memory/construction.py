@@ -39,8 +39,8 @@ from cm_gym.domains.base import Domain
 from cm_gym.domains.conditions import Condition
 from cm_gym.domains.environment import environment_versions
 from cm_gym.llm.base import LLM
-from cm_gym.memory.admission import decide_admission
-from cm_gym.memory.alternatives import Alternative, AlternativeGenerator, AlternativesParser
+from cm_gym.memory.admission import decide_admission, instance_confirmation
+from cm_gym.memory.alternatives import Alternative, AlternativeGenerator, AlternativesParser, RecordedAlternatives
 from cm_gym.memory.construction_config import ConstructionConfig
 from cm_gym.memory.distill import Distiller, DistilParser, evidence_of
 from cm_gym.memory.provenance import a_minus_refusal, provenance_of, unmarked_provenance
@@ -76,6 +76,7 @@ class _Builder:
         alternatives_parser: AlternativesParser | None,
         distil_parser: DistilParser | None,
         env_versions: dict[str, frozenset[str]] | None = None,
+        recorded: RecordedAlternatives | None = None,
     ) -> None:
         self.domain, self.store, self.cfg = domain, store, config
         self.agent_kind, self.max_decisions = agent_kind, max_decisions
@@ -84,8 +85,9 @@ class _Builder:
         self.evaluator = TimedEvaluator(evaluator, self.timer)
         self.agent = BaseAgent(self.llm, domain, self.evaluator, kind=agent_kind)
         self.generator = AlternativeGenerator(
-            self.llm, domain, config.K, use_llm=config.use_llm_alternatives, parser=alternatives_parser
-        )
+            self.llm, domain, config.K, use_llm=config.use_llm_alternatives, parser=alternatives_parser,
+            recorded=recorded,
+        )  # fmt: skip
         self.distiller = Distiller(self.llm, domain, parser=distil_parser)
         self.retriever = Retriever(
             store,
@@ -194,7 +196,7 @@ class _Builder:
                 self.summary.alternatives_checked += 1
                 if alt.source == "llm":
                     self.summary.alternatives_llm += 1
-                else:
+                elif alt.source == "rule":  # "recorded" ones: checked − llm − rule
                     self.summary.alternatives_rule += 1
                 self._consider(state, action, outcome, alt, o2, cost, marks)
             if cut_by_budget:
@@ -217,6 +219,13 @@ class _Builder:
             self.summary.reject("not_improved")
             return
         task = state.task
+        if self.cfg.verify:
+            with self.timer.time("evaluator"):
+                confirmation = instance_confirmation(self.evaluator.inner, state, a_minus, a_plus)
+            if confirmation is not None and not confirmation.get("confirmed", True):
+                self.summary.reject("refused_on_instances")
+                logger.debug("refused %s from %s on other instances: %s", a_plus, task.task_id, confirmation)
+                return
         if self.on_verified is not None:
             self.on_verified(task, a_minus, a_plus, delta)
         refusal = a_minus_refusal(self.cfg.admit_a_minus, *marks)
@@ -226,6 +235,8 @@ class _Builder:
         plus = (
             "edit"
             if alt.source == "rule"
+            else "real"  # another published system's output, verbatim
+            if alt.source == "recorded"
             else provenance_of(alt.mark, revision=True, unmarked=self._unmarked)
         )
         evidence = evidence_of(o, o2)
@@ -336,6 +347,7 @@ def build_memory(
     distil_parser: DistilParser | None = None,
     before_task: Callable[[Task], None] | None = None,
     on_verified: VerifiedFn | None = None,
+    recorded_alternatives: RecordedAlternatives | None = None,
 ) -> BuildSummary:
     """Build (or resume building) verified memory from `tasks` into `store`.
 
@@ -344,7 +356,8 @@ def build_memory(
     first task). Parsers default to `cm_gym.llm.prompts`'s. `before_task(task)` is called before
     each task that is processed (`cm_gym.memory.parallel` waits there for the task's speculation).
     New records carry their environment's content version (`Domain.environment_version`);
-    `on_verified` sees every verified improvement before admission (a rebuild's log).
+    `on_verified` sees every verified improvement before admission (a rebuild's log);
+    `recorded_alternatives` adds other published systems' outputs to Module I's candidates.
     """
     cfg = config or ConstructionConfig()
     if store.read_only:
@@ -370,6 +383,7 @@ def build_memory(
         alternatives_parser,
         distil_parser,
         envs,
+        recorded_alternatives,
     )
     builder.build_tasks = tuple(replace(t, reference="") for t in tasks)  # conditions never read it
     builder.on_verified = on_verified

@@ -225,3 +225,26 @@ def test_reuse_that_breaks_a_right_draft_is_harmful_and_u_goes_negative(store: R
     paper = RecordStore(store.path.with_name("paper.sqlite"), domain="memtoy")
     summary, _, _ = build(paper, n=12, use_conditions=False, reuse_label_rule="paper")
     assert summary.reuse_labels["harmful"] == 0 and min(r.u for r in paper.records) >= 0
+
+
+class _InstanceEvaluator(ToyEvaluator):
+    """A toy world model that can check a contrast on other instances (as SQL's with variants)."""
+
+    def __init__(self, confirmed: bool) -> None:
+        super().__init__()
+        self.confirmed, self.asked = confirmed, []
+
+    def confirm_contrast(self, state, a_minus, a_plus):  # noqa: ANN001, ANN201
+        self.asked.append((state.task.task_id, a_minus, a_plus))
+        return {"confirmed": self.confirmed}
+
+
+@pytest.mark.parametrize("confirmed", [True, False])
+def test_admission_on_several_instances_refuses_what_the_world_model_refutes(
+    store: RecordStore, confirmed: bool
+) -> None:
+    evaluator = _InstanceEvaluator(confirmed)
+    summary = build_memory(ToyDomain(), make_tasks(1), store, FakeLLM(), evaluator, ConstructionConfig())  # type: ignore[arg-type]
+    assert evaluator.asked and all(a_plus.endswith("age >= 10") for _, _, a_plus in evaluator.asked)
+    assert len(store) == (1 if confirmed else 0)
+    assert summary.rejected.get("refused_on_instances", 0) == (0 if confirmed else len(evaluator.asked))

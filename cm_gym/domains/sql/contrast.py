@@ -2,7 +2,8 @@
 
 `infer_contrast` recognises the one-unit edits of `edits.py` (comparison flip, DISTINCT, ORDER BY
 direction, LIMIT, aggregate, IS [NOT] NULL, join key, dropped or added WHERE conjunct) by
-re-deriving them from a⁻; `apply_contrast` applies the same *kind* of change to another query —
+re-deriving them from a⁻, then the kinds of `edits_local.py` (projected column, join type, LIKE,
+value casing, COUNT(*)) when no base kind explains the pair; `apply_contrast` applies the same *kind* of change to another query —
 preferring the same column, else the first place where the pattern occurs — whether or not it is
 right there. It never looks at a task's reference.
 """
@@ -14,7 +15,7 @@ from collections.abc import Callable, Mapping
 
 from sqlglot import exp
 
-from cm_gym.domains.sql import edits, sqlast
+from cm_gym.domains.sql import edits, edits_local, sqlast
 from cm_gym.domains.sql.edits import Change
 
 
@@ -107,7 +108,27 @@ def _infer_cached(a_minus: str, a_plus: str) -> Change | None:
     for edit in edits.raw_edits(a_minus):
         if edit.text == target:
             return edit.change
-    return _join_change(minus, plus) or _added_conjunct(minus, plus)
+    return _join_change(minus, plus) or _added_conjunct(minus, plus) or _local_change(minus, plus, target)
+
+
+def _local_change(minus: exp.Expression, plus: exp.Expression, target: str) -> Change | None:
+    """A change of the kinds of `edits_local` (tried only when no base kind explains the pair,
+    so the keys of base-kind contrasts never change)."""
+    for source in edits_local.local_sources(minus, {}, None).values():
+        for _i, change, text, _desc in source:
+            if text == target:
+                return change
+    a = [n for n in minus.find_all(exp.Literal) if n.is_string]
+    b = [n for n in plus.find_all(exp.Literal) if n.is_string]
+    diffs = [(x, y) for x, y in zip(a, b, strict=False) if x.this != y.this] if len(a) == len(b) else []
+    if len(diffs) == 1 and diffs[0][0].this.lower() == diffs[0][1].this.lower():
+        x, y = diffs[0]
+        copy = minus.copy()
+        next(n for n in copy.find_all(exp.Literal) if n.is_string and n.this == x.this).replace(y.copy())
+        if sqlast.to_sql(copy) == target:
+            column = x.parent.this if isinstance(x.parent, exp.Binary) else None
+            return Change("value_case", x.this, y.this, sqlast.column_name(column))
+    return None
 
 
 def contrast_key(a_minus: str, a_plus: str) -> str | None:
@@ -133,8 +154,8 @@ def edit_kind(a_minus: str, a_plus: str) -> str | None:
         return change.key
     if change.kind in ("distinct", "where", "null", "order"):
         return f"{change.kind}:{change.to}"
-    if change.kind == "limit":
-        return change.key
+    if change.kind == "limit" or change.kind in edits_local.LOCAL_KINDS:
+        return "value_case" if change.kind == "value_case" else change.key
     return change.kind
 
 
@@ -202,7 +223,7 @@ def _apply(tree: exp.Expression, change: Change, column_types: Mapping[str, str]
         return _apply_join(tree, change, column_types)
     if kind == "where":
         return _apply_where(tree, change)
-    return False
+    return edits_local.apply_local(tree, change)
 
 
 def _apply_distinct(tree: exp.Expression, change: Change) -> bool:

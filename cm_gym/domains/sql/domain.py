@@ -37,9 +37,21 @@ class SQLDomain(Domain):
         return f"{task.env_id}\x1f{task.prompt}"
 
     def edit_operators(self, task: Task, action: str) -> list[Edit]:
+        """The base edit grammar (`edits.py`); a task with ``meta["sql_edit_grammar"] =
+        "extended"`` also gets the local edits real drafts need (`edits_local.py`: projected
+        column, join type, LIKE, value casing from the task's database, COUNT(*)). The default
+        benchmarks and the simulated LLM see the base grammar only."""
         from cm_gym.domains.sql.edits import edit_operators
 
-        return edit_operators(action, (task.features or {}).get("column_types"))
+        column_types = (task.features or {}).get("column_types")
+        if (task.meta or {}).get("sql_edit_grammar") != "extended":
+            return edit_operators(action, column_types)
+        from cm_gym.domains.sql.edits_local import extended_edits
+        from cm_gym.domains.sql.values import column_values
+
+        path = (task.meta or {}).get("db_path") or ""
+        lookup = (lambda table, column: column_values(path, table, column)) if path else None
+        return [Edit(e.text, e.unit, e.description) for e in extended_edits(action, column_types, lookup)]
 
     def decision_units(self, action: str) -> list[str]:
         """One line per clause / key of the pretty-printed query."""

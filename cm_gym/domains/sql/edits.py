@@ -36,8 +36,10 @@ class Change:
     @property
     def key(self) -> str:
         """Canonical contrast key, e.g. "cmp:GT->GTE", "distinct:add", "limit:+1"."""
-        if self.kind in ("cmp", "order", "agg", "null"):
+        if self.kind in ("cmp", "order", "agg", "null", "join_type", "like", "count"):
             return f"{self.kind}:{self.frm}->{self.to}"
+        if self.kind == "project":
+            return f"project:{self.to}"
         if self.kind == "limit":
             delta = int(self.to) - int(self.frm)
             return f"limit:{delta:+d}"
@@ -210,14 +212,24 @@ def _where_edits(tree: exp.Expression) -> Iterator[tuple[int, Change, str, str]]
         yield i, Change("where", dropped, "drop", dropped), sqlast.to_sql(copy), f"drop condition {dropped}"
 
 
-def raw_edits(action: str, column_types: Mapping[str, str] | None = None) -> list[RawEdit]:
-    """All one-unit edits of `action`, round-robin over kinds (comparisons first)."""
+#: more edit kinds for `raw_edits`: ``extra(tree) -> {kind: (index, change, text, description)...}``
+ExtraSources = Callable[[exp.Expression], Mapping[str, Iterator[tuple[int, Change, str, str]]]]
+
+
+def raw_edits(
+    action: str, column_types: Mapping[str, str] | None = None, extra: ExtraSources | None = None
+) -> list[RawEdit]:
+    """All one-unit edits of `action`, round-robin over kinds (comparisons first). `extra` adds
+    kinds after the base ones in each round (`edits_local.extended_edits`); without it the list
+    is the base grammar's, unchanged."""
     try:
         tree = sqlast.parse(action)
     except sqlast.SQLParseError:
         return []
     base = sqlast.to_sql(tree)
-    groups: dict[str, list[RawEdit]] = {k: [] for k in KINDS}
+    more = dict(extra(tree)) if extra is not None else {}
+    kinds = (*KINDS, *more)
+    groups: dict[str, list[RawEdit]] = {k: [] for k in kinds}
     sources: dict[str, Iterator[tuple[int, Change, str, str]]] = {
         "comparison": _variants(tree, sqlast.comparisons, _flip_cmp),
         "null": _variants(tree, sqlast.null_checks, _flip_null),
@@ -227,6 +239,7 @@ def raw_edits(action: str, column_types: Mapping[str, str] | None = None) -> lis
         "agg": _variants(tree, _agg_nodes, _swap_agg),
         "join_key": _join_edits(tree, column_types or {}),
         "where": _where_edits(tree),
+        **more,
     }
     for kind, source in sources.items():
         for i, change, text, desc in source:
@@ -234,7 +247,7 @@ def raw_edits(action: str, column_types: Mapping[str, str] | None = None) -> lis
     out: list[RawEdit] = []
     seen = {base}
     for rnd in range(max((len(g) for g in groups.values()), default=0)):
-        for kind in KINDS:
+        for kind in kinds:
             if rnd < len(groups[kind]) and groups[kind][rnd].text not in seen:
                 seen.add(groups[kind][rnd].text)
                 out.append(groups[kind][rnd])

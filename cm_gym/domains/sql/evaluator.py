@@ -32,6 +32,8 @@ from typing import Any
 from cm_gym.core.types import TRUNCATION, Action, AgentState, Outcome, truncate
 from cm_gym.domains.sql._engine import MAX_QUERY_CHARS, Engine
 from cm_gym.domains.sql.compare import Comparison, Result, compare
+from cm_gym.domains.sql.instances import InstanceCache
+from cm_gym.domains.sql.testsuite import InstanceChecker, InstanceReport
 from cm_gym.domains.sql.vetting import vet
 from cm_gym.evaluators.budgets import SQLITE_STEPS, budget_details, infrastructure
 from cm_gym.evaluators.worker import Worker
@@ -91,6 +93,10 @@ class SQLEvaluator:
         step_budget: int = STEP_BUDGET,
         cpu_limit_s: float = CPU_LIMIT_S,
         hang_guard_s: float | None = None,
+        instances: int = 0,
+        instance_seed: int = 0,
+        instance_dir: str | None = None,
+        verdict_on_instances: bool = False,
     ) -> None:
         if isolation not in ISOLATION_MODES:
             raise ValueError(f"isolation must be one of {ISOLATION_MODES}, got {isolation!r}")
@@ -105,6 +111,15 @@ class SQLEvaluator:
         self._engine = Engine()
         self._worker: Worker | None = None
         self._references: dict[tuple[str, str], _Reference] = {}
+        #: generated variants of each database (`instances.py`, `testsuite.py`): 0 = off (default)
+        if verdict_on_instances and not instances:
+            raise ValueError("verdict_on_instances needs instances > 0 (database variants to check on)")
+        self.instances, self.verdict_on_instances = int(instances), bool(verdict_on_instances)
+        self._checker: InstanceChecker | None = (
+            InstanceChecker(self, InstanceCache(instances, instance_seed, instance_dir))
+            if instances
+            else None
+        )
         #: where the last query ran ("process" or "worker") and the worker's peak memory (MB, when
         #: the worker tracks memory); for diagnostics and benchmarks
         self.last_run: dict[str, Any] = {}
@@ -200,7 +215,20 @@ class SQLEvaluator:
 
     # -- the world model ---------------------------------------------------------------------
     def check(self, state: AgentState, action: Action | str) -> Outcome:
-        """Evaluate `action` against the task's reference result (never raises)."""
+        """Evaluate `action` against the task's reference result (never raises); with
+        ``verdict_on_instances`` also on the database's variants."""
+        outcome = self._check(state, action)
+        if self.verdict_on_instances and outcome.solved:
+            try:
+                return self._instance_verdict(
+                    state, action.text if isinstance(action, Action) else str(action), outcome
+                )
+            except Exception as err:  # noqa: BLE001 - a broken variant must not kill the batch
+                logger.exception("checking on database variants failed for %s", state.task.task_id)
+                return _fail("error", f"checking on database variants failed: {err}")
+        return outcome
+
+    def _check(self, state: AgentState, action: Action | str) -> Outcome:
         task = state.task
         sql = action.text if isinstance(action, Action) else str(action)
         meta = task.meta or {}
@@ -238,6 +266,39 @@ class SQLEvaluator:
             return replace(ref.solved, details={**ref.solved.details, **budget})
         cmp = compare(result, expected, ordered=ref.ordered)
         return _outcome(result, expected, ref.ordered, cmp, self.partial_credit, budget)
+
+    def _instance_verdict(self, state: AgentState, sql: str, outcome: Outcome) -> Outcome:
+        """With ``verdict_on_instances``: a query right on the task's database must also be right
+        on every variant where the reference is well-defined (`testsuite.py`), else it fails."""
+        if not (self.verdict_on_instances and outcome.solved and self._checker is not None):
+            return outcome
+        task = state.task
+        report = self._checker.check(task.meta["db_path"], task.reference, sql)
+        details = {**outcome.details, **report.as_dict()}
+        if report.matches:
+            return replace(outcome, details=details)
+        feedback = (
+            "Wrong result on other data: the query returns the expected result on the task's database "
+            f"but not on {report.wrong} of {report.counted} generated variants of it (same schema, "
+            "other rows); it depends on the rows that happen to be there."
+        )
+        return Outcome(0.0, False, feedback, reason="wrong result on a database variant", details=details)
+
+    def instance_report(self, state: AgentState, sql: str) -> InstanceReport | None:
+        """How `sql` fares on the variants of the task's database (None without variants)."""
+        meta = state.task.meta or {}
+        if self._checker is None or not meta.get("db_path") or not state.task.reference:
+            return None
+        return self._checker.check(meta["db_path"], state.task.reference, sql)
+
+    def confirm_contrast(self, state: AgentState, a_minus: str, a_plus: str) -> dict[str, Any] | None:
+        """Admission on several database instances (`testsuite.InstanceChecker.confirm`): whether
+        a⁺ also matches the reference on the variants of the task's database; None when this
+        evaluator has no variants (``instances=0``, the default: admission as before)."""
+        meta = state.task.meta or {}
+        if self._checker is None or not meta.get("db_path") or not state.task.reference:
+            return None
+        return self._checker.confirm(meta["db_path"], state.task.reference, a_minus, a_plus)
 
 
 def _outcome(

@@ -34,6 +34,7 @@ from cm_gym.core.types import Action, AgentState, Evaluator, Outcome, Task, chec
 from cm_gym.domains.registry import get_benchmark, get_domain
 from cm_gym.llm.factory import make_llm
 from cm_gym.llm.recorded import recorded_task_ids
+from cm_gym.memory.alternatives import recorded_alternatives
 from cm_gym.memory.construction import ConstructionConfig, build_memory
 from cm_gym.memory.retrieval import Retriever, record_view
 from cm_gym.memory.snapshot import FrozenStore
@@ -70,6 +71,13 @@ class MemoEvaluator:
         close = getattr(self.inner, "close", None)
         if callable(close):
             close()
+
+
+def recording_kind(benchmark: str) -> str:
+    """The recordings folder of a benchmark ("spider", "dafny", "humaneval")."""
+    return {"SpiderSQL": "spider", "Dafny": "dafny", "CodeHumanEvalSynth": "humaneval"}.get(
+        benchmark, benchmark.lower()
+    )
 
 
 def split_ids(
@@ -157,9 +165,14 @@ def construct_from_recorded(
     split_seed: int = 12345,
     data: str | Path | None = None,
     progress: Progress | None = None,
+    real_alternatives: bool = False,
+    evaluator_options: dict[str, Any] | None = None,
 ) -> ConstructionResult:
     """Build memory from `system`'s real first drafts on `task_ids` (default: the build side of the
-    standard split) into ``out_dir/store.sqlite`` and freeze ``out_dir/snapshot.sqlite``."""
+    standard split) into ``out_dir/store.sqlite`` and freeze ``out_dir/snapshot.sqlite``. With
+    `real_alternatives`, Module I also takes the other published systems' outputs for the same
+    task (``source="recorded"``); `evaluator_options` go to the world model (e.g. ``instances=10``:
+    admission on several database instances)."""
     spec = get_benchmark(benchmark)
     domain = get_domain(spec.domain_name)
     ids = (
@@ -167,7 +180,8 @@ def construct_from_recorded(
     )
     tasks, excluded = _tasks(benchmark, system, ids, data)
     llm = make_llm(f"recorded:{system}", seed=seed, task_lookup={t.task_id: t for t in tasks})
-    evaluator = MemoEvaluator(domain.make_evaluator())
+    evaluator = MemoEvaluator(domain.make_evaluator(**(evaluator_options or {})))
+    recorded = recorded_alternatives(domain, recording_kind(benchmark), system) if real_alternatives else None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name in ("store.sqlite", "snapshot.sqlite"):
@@ -186,6 +200,7 @@ def construct_from_recorded(
                 agent_kind=agent,
                 max_decisions=1,
                 progress=progress,
+                recorded_alternatives=recorded,
             )
             records = [
                 {
