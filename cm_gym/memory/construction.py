@@ -40,7 +40,12 @@ from cm_gym.domains.conditions import Condition
 from cm_gym.domains.environment import environment_versions
 from cm_gym.llm.base import LLM
 from cm_gym.memory.admission import decide_admission, instance_confirmation
-from cm_gym.memory.alternatives import Alternative, AlternativeGenerator, AlternativesParser, RecordedAlternatives
+from cm_gym.memory.alternatives import (
+    Alternative,
+    AlternativeGenerator,
+    AlternativesParser,
+    RecordedAlternatives,
+)
 from cm_gym.memory.construction_config import ConstructionConfig
 from cm_gym.memory.distill import Distiller, DistilParser, evidence_of
 from cm_gym.memory.provenance import a_minus_refusal, provenance_of, unmarked_provenance
