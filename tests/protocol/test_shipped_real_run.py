@@ -43,7 +43,8 @@ def test_a_shipped_run_replays_exactly_without_an_engine(
     started: list[object] = []
     monkeypatch.setattr(llama_engine.Engine, "start", lambda self, *a, **k: started.append(self))
     out = tmp_path / "run"
-    argv = ["run", *run["command"], "--llm-cache-mode", "ro", "--out-dir", str(out), "--no-progress"]
+    assert run["command"][0] == "run"
+    argv = [*run["command"], "--llm-cache-mode", "ro", "--out-dir", str(out), "--no-progress"]
     assert main(argv) == 0
     assert not started  # no engine, no weights needed
     results = json.loads((out / "results.json").read_text())
