@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from cm_gym.cli._args import add_llm_limit_options, llm_spec
+from cm_gym.core import boundedjson
 from cm_gym.core.quick import quick_mode, say
 from cm_gym.studies.experiments import EXTRA_STUDIES, STUDIES, ExperimentConfig, run_experiments
 from cm_gym.studies.experiments.runner import BACKENDS
@@ -155,10 +155,7 @@ def parse_evaluator_options(items: list[str], benchmarks: Sequence[str]) -> dict
         key, sep, text = item.partition("=")
         if not sep or not key.strip().isidentifier():
             raise ExperimentError(f"--evaluator-option wants KEY=VALUE, got {item!r}")
-        try:
-            options[key.strip()] = json.loads(text)
-        except json.JSONDecodeError:
-            options[key.strip()] = text
+        options[key.strip()] = boundedjson.loads_option(text, what=f"--evaluator-option {key.strip()}")
     if options and not benchmarks:
         raise ExperimentError(
             "--evaluator-option needs --benchmarks (each domain's evaluator takes its own options)"
