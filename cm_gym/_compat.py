@@ -11,8 +11,8 @@ under an old package name — with the module object of the new name, so ``cm_gy
 module's loader so that, once it has run, the module gets a PEP 562 ``__getattr__`` answering each
 moved name with the object itself (the same object, not a copy). **Which names:** every public
 name (no leading underscore) that a cm_gym module defined at any commit of the project's history
-and that no longer resolves there, when it has one new home — found by walking the history with
-``ast`` (``docs_tools`` in the test's docstring) — plus the re-exports users imported that the
+and that no longer resolves there, when it has one new home (``python
+docs_tools/moved_names_scan.py`` walks the history with ``ast`` and lists them), plus the re-exports users imported that the
 issue reported (``prompts.fenced``, ``store.open_store``, ``batch.CachedLLM``). Names that were
 removed, not moved (``sat.dimacs.DEFAULT_ALLOWANCE``, ``smt.smtlib.load_smtlib_dir``,
 ``math.evaluator.PARTIAL_MAX``, ...), and incidental imports (``Task`` through some module) are not
