@@ -32,9 +32,16 @@ __all__ = [
 
 
 def _register_builtins() -> None:
+    """Load the domain plugins once. In strict mode (``CM_GYM_STRICT_PLUGINS=1``) a clash or a
+    broken plugin is kept by the catalog and raised by every lookup, so that ``import cm_gym``
+    itself succeeds and a command reports it as one line (`cm_gym.cli.guarded_run`)."""
+    import contextlib
+
+    from cm_gym.core.types import CmGymError
     from cm_gym.domains.catalog import load_builtin_domains
 
-    load_builtin_domains()
+    with contextlib.suppress(CmGymError):  # raised again by the first lookup (get_benchmark, gym.make)
+        load_builtin_domains()
 
 
 def _preload_in_forkserver() -> None:

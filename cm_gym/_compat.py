@@ -5,6 +5,18 @@
 under an old package name — with the module object of the new name, so ``cm_gym.features`` *is*
 ``cm_gym.envs.features``: isinstance checks, monkeypatching and pickles written before the move
 (which name classes by their old module) behave as before. New code imports the new names.
+
+`MOVED_NAMES` (issue 33) forwards *names* that moved between modules that both still exist
+(``from cm_gym.llm.cache import CachedLLM``, now in `cm_gym.llm.cached`): the finder wraps the old
+module's loader so that, once it has run, the module gets a PEP 562 ``__getattr__`` answering each
+moved name with the object itself (the same object, not a copy). **Which names:** every public
+name (no leading underscore) that a cm_gym module defined at any commit of the project's history
+and that no longer resolves there, when it has one new home (``python
+docs_tools/moved_names_scan.py`` walks the history with ``ast`` and lists them), plus the re-exports users imported that the
+issue reported (``prompts.fenced``, ``store.open_store``, ``batch.CachedLLM``). Names that were
+removed, not moved (``sat.dimacs.DEFAULT_ALLOWANCE``, ``smt.smtlib.load_smtlib_dir``,
+``math.evaluator.PARTIAL_MAX``, ...), and incidental imports (``Task`` through some module) are not
+forwarded: import those from their documented homes.
 """
 
 from __future__ import annotations
@@ -56,6 +68,53 @@ ALIASES: dict[str, str] = {
     "cm_gym.domains.sat.satlib": "cm_gym.domains.sat.loader",
     "cm_gym.domains.sat.generate": "cm_gym.domains.sat.generated",
     "cm_gym.domains.smt.generate": "cm_gym.domains.smt.generated",
+    # top-level modules of the flat package that the layering moved (issue 33)
+    "cm_gym.catalog": "cm_gym.domains.catalog",
+    "cm_gym.plugins": "cm_gym.core.plugins",
+    "cm_gym.version": "cm_gym.core.version",
+}
+
+_SYSCALLS = ("CLONE_NEWIPC", "CLONE_NEWNET", "CLONE_NEWNS", "CLONE_NEWUSER", "MS_BIND", "MS_NODEV",
+             "MS_NOSUID", "MS_PRIVATE", "MS_REC", "PR_SET_NO_NEW_PRIVS", "PR_SET_PDEATHSIG")  # fmt: skip
+_DAFNY_SLIPS = ("guard_invariants", "SLIP_RATES", "drop_slice_invariant", "hard_termination", "slice_spec",
+                "strict_index_loop", "weak_bound")  # fmt: skip
+
+#: module that still exists → {name that moved out of it: the module that holds it now}
+MOVED_NAMES: dict[str, dict[str, str]] = {
+    "cm_gym.llm.cache": {
+        "CachedLLM": "cm_gym.llm.cached",
+        "backend_identity": "cm_gym.llm.cached",
+        "SCHEMA_NAME": "cm_gym.llm.cache_db",
+        "SCHEMA_VERSION": "cm_gym.llm.cache_db",
+    },
+    "cm_gym.llm.batch": {"CachedLLM": "cm_gym.llm.cached", "CallRequest": "cm_gym.llm.cached"},
+    "cm_gym.llm.prompts": {"fenced": "cm_gym.llm.fence"},
+    "cm_gym.memory.store": {"open_store": "cm_gym.memory.opening"},
+    "cm_gym.memory.snapshot": {"open_store": "cm_gym.memory.opening"},
+    "cm_gym.domains.dafny.edits": {
+        **dict.fromkeys(_DAFNY_SLIPS, "cm_gym.domains.dafny.slips"),
+        "dafny_error_model": "cm_gym.domains.dafny.errormodel",
+    },
+    "cm_gym.domains.smt.smtlib": dict.fromkeys(
+        (
+            "smtlib_task",
+            "load_smtlib_tasks",
+            "reference_config",
+            "ALLOWANCE",
+            "LOGIC_DIRS",
+            "REFERENCE_TACTIC",
+        ),
+        "cm_gym.domains.smt.loader",
+    ),
+    "cm_gym.domains.sat.dimacs": dict.fromkeys(
+        ("satlib_task", "load_satlib_tasks", "FamilyInfo", "FAMILIES", "REFERENCE_SOLVER"),
+        "cm_gym.domains.sat.loader",
+    ),
+    "cm_gym.domains.sql.evaluator": {"MAX_VALUE_BYTES": "cm_gym.domains.sql._engine"},
+    "cm_gym.evaluators.isolation": dict.fromkeys(_SYSCALLS, "cm_gym.evaluators._syscalls"),
+    "cm_gym.studies.analysis.real_errors": dict.fromkeys(
+        ("compare", "collectors"), "cm_gym.studies.analysis.real_errors_compare"
+    ),
 }
 
 
@@ -80,12 +139,52 @@ class _AliasLoader(importlib.abc.Loader):
         """Nothing to run: the module was executed under its new name."""
 
 
+def forward_names(module: ModuleType) -> None:
+    """Give `module` a PEP 562 ``__getattr__`` that answers its moved names (`MOVED_NAMES`) from
+    their new modules, after any ``__getattr__`` of its own (idempotent)."""
+    table = MOVED_NAMES.get(module.__name__)
+    own = module.__dict__.get("__getattr__")
+    if not table or getattr(own, "_cm_gym_forwarder", False):
+        return
+
+    def __getattr__(name: str) -> object:
+        home = table.get(name)
+        if home is not None:
+            return getattr(importlib.import_module(home), name)
+        if own is not None:
+            return own(name)
+        raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+
+    __getattr__._cm_gym_forwarder = True  # type: ignore[attr-defined]
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]
+
+
+class _ForwardingLoader(importlib.abc.Loader):
+    """The module's own loader, then `forward_names` on the module it made."""
+
+    def __init__(self, inner: importlib.abc.Loader) -> None:
+        self.inner = inner
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.inner.exec_module(module)
+        forward_names(module)
+
+
 class AliasFinder(importlib.abc.MetaPathFinder):
-    """Finds the old names of moved modules (see `ALIASES`)."""
+    """Finds the old names of moved modules (see `ALIASES`), and wraps the loader of every module
+    that names moved out of (see `MOVED_NAMES`)."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
+        if fullname in MOVED_NAMES:
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _ForwardingLoader(spec.loader)
+            return spec
         new = new_name(fullname)
         if new is None:
             return None
@@ -93,6 +192,11 @@ class AliasFinder(importlib.abc.MetaPathFinder):
 
 
 def install() -> None:
-    """Put one `AliasFinder` first on ``sys.meta_path`` (idempotent)."""
+    """Put one `AliasFinder` first on ``sys.meta_path`` (idempotent); modules imported before it
+    get their forwarded names now."""
     if not any(isinstance(f, AliasFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, AliasFinder())
+    for name in MOVED_NAMES:
+        module = sys.modules.get(name)
+        if module is not None:
+            forward_names(module)

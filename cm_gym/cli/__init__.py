@@ -70,10 +70,15 @@ def guarded_run(func: Callable[[argparse.Namespace], int | None], args: argparse
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from cm_gym.core.types import CmGymError
     from cm_gym.protocol import provenance
 
     provenance.COMMAND = ["cm-gym", *(sys.argv[1:] if argv is None else argv)]
-    args = make_parser().parse_args(argv)
+    try:  # a parser may look up benchmarks (a strict-mode plugin error is one line here too)
+        args = make_parser().parse_args(argv)
+    except CmGymError as exc:
+        print(f"cm-gym: error: {exc}", file=sys.stderr)
+        return 2
     return guarded_run(args.func, args)
 
 

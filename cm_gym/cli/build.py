@@ -161,6 +161,15 @@ def run(args: argparse.Namespace) -> int:
         ids = [i for i in ids if i in covered]
     if args.limit is not None:
         ids = ids[: args.limit]
+    if not ids:  # issue 33: one clear error, not an empty store and rc 0
+        from cm_gym.protocol.config import ProtocolError
+
+        why = (
+            f"{args.llm} has a published output for none of them"
+            if args.llm.startswith("recorded:") and by_id
+            else f"the {args.split} split of {len(tasks)} task(s) is empty"
+        )
+        raise ProtocolError(f"no {spec.name} tasks to build on: {why}; nothing written")
     chosen = [by_id[i] for i in ids]
     cfg = ConstructionConfig(
         K=args.alternatives,

@@ -47,10 +47,26 @@ def run_families(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_out_folder(out: Path) -> None:
+    """Refuse an ``--out`` that is (or lies under) something other than a folder, before any
+    work: one `EnvironmentChangeError` line instead of a NotADirectoryError traceback."""
+    from cm_gym.domains.environment import EnvironmentChangeError
+
+    for path in (out, *out.parents):
+        if path.is_symlink() and not path.exists():
+            raise EnvironmentChangeError(f"--out {out}: {path} is a dangling symbolic link")
+        if path.exists():
+            if not path.is_dir():
+                what = "is" if path == out else f"lies under {path}, which is"
+                raise EnvironmentChangeError(f"--out {out} {what} not a folder: give a new folder")
+            return
+
+
 def run_change(args: argparse.Namespace) -> int:
     from cm_gym.domains.environment import environment_versions, save_environment
     from cm_gym.domains.registry import get_benchmark, get_domain
 
+    check_out_folder(args.out)
     spec = get_benchmark(args.benchmark)
     domain = get_domain(spec.domain_name)
     tasks = spec.load(args.data)

@@ -10,7 +10,6 @@ snapshot and CF Memory is left out.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -85,7 +84,9 @@ def _training_record(args: argparse.Namespace) -> tuple[Path, dict | None]:
             raise ProtocolError(f"{path} not found: run `cm-gym train` first or fix --training")
         return path, None
     try:
-        return path, json.loads(path.read_text())
+        from cm_gym.core import boundedjson
+
+        return path, boundedjson.load_file(path)
     except (OSError, ValueError) as exc:
         raise ProtocolError(f"{path} is not a readable training record: {exc}") from None
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import json
+import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from cm_gym.cli._args import add_llm_limit_options, llm_spec
+from cm_gym.core import boundedjson
 from cm_gym.core.quick import quick_mode, say
 from cm_gym.studies.experiments import EXTRA_STUDIES, STUDIES, ExperimentConfig, run_experiments
 from cm_gym.studies.experiments.runner import BACKENDS
+
+logger = logging.getLogger(__name__)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -92,6 +95,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="a keyword argument of every unit's evaluator (Domain.make_evaluator; VALUE read as JSON, "
         "else a string), e.g. rlimit=2000000 for Dafny; repeatable; it keys the units and is in the report",
     )
+    p.add_argument(
+        "--unsafe-evaluator-options",
+        action="store_true",
+        help="allow --evaluator-option values that weaken a guard (isolation off, a budget above its "
+        "default, ...); they are recorded in every report",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_llm_limit_options(p)
     p.set_defaults(func=run)
@@ -111,7 +120,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.quick and quick_mode():  # CM_GYM_QUICK=1 means --quick (`cm_gym.core.quick`)
         say("cm-gym experiment (as --quick)")
         args.quick = True
-    evaluator_options = parse_evaluator_options(args.evaluator_option, args.benchmarks or ())
+    evaluator_options, weakening = parse_evaluator_options(
+        args.evaluator_option, args.benchmarks or (), allow_unsafe=args.unsafe_evaluator_options
+    )
     cfg = ExperimentConfig.make(
         quick=args.quick,
         benchmarks=tuple(args.benchmarks) if args.benchmarks else None,
@@ -132,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
         address=args.address,
         progress=not args.no_progress,
         evaluator_options=evaluator_options or None,
+        unsafe_evaluator_options=weakening or None,
     )
     started = time.perf_counter()
     reports = run_experiments(args.name, cfg)
@@ -142,11 +154,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def parse_evaluator_options(items: list[str], benchmarks: Sequence[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` items as evaluator keyword arguments (VALUE read as JSON, else a string),
-    checked by making each named benchmark's evaluator with them: one clear error, not a failure
-    in the first unit."""
+def parse_evaluator_options(
+    items: list[str], benchmarks: Sequence[str], *, allow_unsafe: bool = False
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``KEY=VALUE`` items as evaluator keyword arguments (VALUE read as bounded JSON, else a
+    string), checked against each named benchmark's evaluator by type and range
+    (`cm_gym.domains.evaluator_options`) and by making it with them: one clear error, not a failure
+    in the first unit. Options that weaken a guard are refused unless `allow_unsafe`; the lines
+    naming them are returned, to be recorded in the results."""
     from cm_gym.core.types import CmGymError
+    from cm_gym.domains.evaluator_options import check_options
     from cm_gym.domains.registry import get_benchmark, get_domain
     from cm_gym.studies.experiments.runner import ExperimentError
 
@@ -155,19 +172,27 @@ def parse_evaluator_options(items: list[str], benchmarks: Sequence[str]) -> dict
         key, sep, text = item.partition("=")
         if not sep or not key.strip().isidentifier():
             raise ExperimentError(f"--evaluator-option wants KEY=VALUE, got {item!r}")
-        try:
-            options[key.strip()] = json.loads(text)
-        except json.JSONDecodeError:
-            options[key.strip()] = text
+        options[key.strip()] = boundedjson.loads_option(text, what=f"--evaluator-option {key.strip()}")
     if options and not benchmarks:
         raise ExperimentError(
             "--evaluator-option needs --benchmarks (each domain's evaluator takes its own options)"
         )
+    weakening: dict[str, None] = {}
     for name in benchmarks if options else ():
+        domain = get_domain(get_benchmark(name).domain_name)
         try:
-            get_domain(get_benchmark(name).domain_name).make_evaluator(**options)
+            report = check_options(domain.make_evaluator(), options)
+            domain.make_evaluator(**options)
         except TypeError as exc:
             raise ExperimentError(f"{name}: its evaluator does not take {sorted(options)} ({exc})") from exc
         except (CmGymError, ValueError) as exc:
-            raise ExperimentError(f"{name}: its evaluator refuses {options} ({exc})") from exc
-    return options
+            raise ExperimentError(f"{name}: --evaluator-option refused: {exc}") from exc
+        weakening.update(dict.fromkeys(f"{name}: {line}" for line in report.weakening))
+    if weakening and not allow_unsafe:
+        raise ExperimentError(
+            "--evaluator-option weakens a guard (" + "; ".join(weakening) + "): add "
+            "--unsafe-evaluator-options to run anyway (it is recorded in the results)"
+        )
+    if weakening:
+        logger.warning("unsafe evaluator options (recorded in the results): %s", "; ".join(weakening))
+    return options, tuple(weakening)

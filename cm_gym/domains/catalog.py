@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
-import os
 import pkgutil
 import traceback
 import types
@@ -18,6 +17,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core import plugins
 from cm_gym.core.types import CmGymError, Split, Task
 from cm_gym.domains.base import Domain, LoadReport
 
@@ -180,8 +180,33 @@ PLUGIN_GROUP = "cm_gym.benchmarks"
 #: (plugin, traceback) of every plugin that failed to load in this process (``cm-gym -v`` prints them)
 FAILED_PLUGINS: list[tuple[str, str]] = []
 _loaded = False
+#: the strict-mode error of the first load, raised again by every later lookup
+_strict_failure: CmGymError | None = None
 #: plugin loading logs under the domains package, where the plugins live
 _plugin_logger = logging.getLogger("cm_gym.domains")
+#: the distribution whose entry point is being loaded now (innermost last)
+_LOADING: list[str] = []
+#: ("benchmark" | "domain" | "id", name) → the distribution that registered it
+OWNERS: dict[tuple[str, str], str] = {}
+
+
+class RegistryClashError(RegistryError):
+    """A benchmark name, env id or domain name that another registration holds (`owner`)."""
+
+    def __init__(self, message: str, *, kind: str, name: str, owner: str) -> None:
+        super().__init__(message)
+        self.kind, self.name, self.owner = kind, name, owner
+
+
+def current_distribution() -> str:
+    """Who is registering now: the distribution of the entry point being loaded, or "a run-time
+    registration" (a script calling `register_benchmark` itself)."""
+    return _LOADING[-1] if _LOADING else "a run-time registration"
+
+
+def owner_of(kind: str, name: str) -> str:
+    """The distribution that registered `name` (a benchmark, env id or domain name)."""
+    return OWNERS.get((kind, name), "an earlier registration")
 
 
 def _failed(kind: str, name: str, exc: BaseException) -> None:
@@ -201,7 +226,7 @@ def _failed(kind: str, name: str, exc: BaseException) -> None:
 
 def _strict() -> bool:
     """``CM_GYM_STRICT_PLUGINS=1``: a plugin that fails to load is an error, not a log line."""
-    return os.environ.get("CM_GYM_STRICT_PLUGINS", "").strip().lower() in ("1", "true", "yes")
+    return plugins.strict()
 
 
 def load_plugin(ep: EntryPoint) -> None:
@@ -218,45 +243,81 @@ def load_plugin(ep: EntryPoint) -> None:
     obj()
 
 
-def _builtin_entry_points() -> list[EntryPoint]:
-    """The built-in domains' entry points, sorted by name. Installed metadata older than the
-    ``cm_gym.domains`` group (an editable install not reinstalled since) has none: then the domain
-    packages are found by name, with one hint to reinstall."""
-    found = sorted(entry_points(group=BUILTIN_GROUP), key=lambda ep: ep.name)
-    if found:
-        return found
-    package = importlib.import_module("cm_gym.domains")
-    _plugin_logger.info(
-        "no %s entry points installed (reinstall cm-gym); scanning the package", BUILTIN_GROUP
-    )
-    return [
-        EntryPoint(info.name, f"{package.__name__}.{info.name}", BUILTIN_GROUP)
-        for info in pkgutil.iter_modules(package.__path__)
-        if info.ispkg
-    ]
+def _entry_points() -> tuple[list[EntryPoint], list[EntryPoint]]:
+    """(built-in, third-party) entry points of both groups, each in load order (by name).
+
+    Built-ins are cm_gym's own (`cm_gym.core.plugins.is_builtin`), wherever they sort: a
+    third-party entry point in either group loads after every built-in. Installed metadata older
+    than the ``cm_gym.domains`` group (an editable install not reinstalled since) has none: then
+    the domain packages are found by name, with one hint to reinstall."""
+    points = [*entry_points(group=BUILTIN_GROUP), *entry_points(group=PLUGIN_GROUP)]
+    builtin = [ep for ep in plugins.ordered(points) if plugins.is_builtin(ep)]
+    third = [ep for ep in plugins.ordered(points) if not plugins.is_builtin(ep)]
+    if not builtin:
+        package = importlib.import_module("cm_gym.domains")
+        _plugin_logger.info(
+            "no %s entry points installed (reinstall cm-gym); scanning the package", BUILTIN_GROUP
+        )
+        builtin = [
+            EntryPoint(info.name, f"{package.__name__}.{info.name}", BUILTIN_GROUP)
+            for info in pkgutil.iter_modules(package.__path__)
+            if info.ispkg
+        ]
+    return builtin, third
+
+
+def _load_one(ep: EntryPoint, builtin: bool) -> None:
+    """Load `ep` as its distribution; a clash is refused (`plugins.report_clash`), any other
+    failure is one warning line — or, in strict mode, one `CmGymError` line."""
+    group = getattr(ep, "group", None) or PLUGIN_GROUP
+    kind = "domain" if builtin else "benchmark"
+    label = ep.name if builtin else f"{ep.name} ({ep.value})"
+    dist = plugins.distribution(ep) if not builtin else plugins.BUILTIN_DISTRIBUTION
+    _LOADING.append(dist)
+    try:
+        load_plugin(ep)
+    except RegistryClashError as exc:
+        what = f"{exc.kind} {exc.name!r} (entry point {ep.name!r})"
+        plugins.report_clash(what, group, dist, exc.owner, log=_plugin_logger)
+    except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the others
+        if _strict():
+            text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+            raise plugins.PluginLoadError(
+                f"could not load {kind} plugin {label} of {dist} ({group}): {type(exc).__name__}"
+                + (f": {text}" if text else "")
+                + " (CM_GYM_STRICT_PLUGINS=1)"
+            ) from exc
+        _failed(kind, label, exc)
+    finally:
+        _LOADING.pop()
 
 
 def load_builtin_domains() -> None:
-    """Load every built-in domain and every third-party plugin once (entry points, loaded on the
-    first registry lookup, as Gymnasium loads its plugins).
+    """Load every built-in domain, then every third-party plugin, once (entry points, loaded on
+    the first registry lookup, as Gymnasium loads its plugins).
 
-    A plugin that fails to load (a missing optional dependency) is one warning line and skipped
-    (its traceback at debug level, `FAILED_PLUGINS`), so one broken domain never hides the others;
-    ``CM_GYM_STRICT_PLUGINS=1`` makes it an error.
+    Built-ins register first, so a plugin that claims a taken benchmark name, env id or domain
+    name is refused with one line naming both distributions, and the built-in stays. A plugin that
+    fails to load (a missing optional dependency) is one warning line and skipped (its traceback
+    at debug level, `FAILED_PLUGINS`), so one broken domain never hides the others.
+    ``CM_GYM_STRICT_PLUGINS=1`` makes either a `CmGymError` (one line at the command line), raised
+    again by every later lookup.
     """
-    global _loaded
+    global _loaded, _strict_failure
     if _loaded:
+        if _strict_failure is not None:
+            raise _strict_failure
         return
     _loaded = True
-    for kind, group in (("domain", BUILTIN_GROUP), ("benchmark", PLUGIN_GROUP)):
-        points = _builtin_entry_points() if group == BUILTIN_GROUP else entry_points(group=group)
-        for ep in points:
-            try:
-                load_plugin(ep)
-            except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the others
-                if _strict():
-                    raise
-                _failed(kind, ep.name if kind == "domain" else f"{ep.name} ({ep.value})", exc)
+    builtin, third = _entry_points()
+    try:
+        for ep in builtin:
+            _load_one(ep, True)
+        for ep in third:
+            _load_one(ep, False)
+    except CmGymError as exc:  # strict mode only
+        _strict_failure = exc
+        raise
 
 
 def _ensure_builtins() -> None:

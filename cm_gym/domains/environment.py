@@ -41,12 +41,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core import boundedjson
+from cm_gym.core.paths import DataFileError, read_data_file
 from cm_gym.core.types import CmGymError, Task
 
 ENVIRONMENT_FILE = "environment.json"
 ENVIRONMENT_FORMAT = "cm_gym.environment/1"
 #: What a path inside the folder is written as, so the folder can be moved (or renamed into place).
 FOLDER_TOKEN = "${ENV}"
+#: caps of an environment.json read back (it lists every changed task, a few KiB each)
+MAX_ENVIRONMENT_BYTES = 256 * 1024 * 1024
+MAX_ENVIRONMENT_DEPTH = 64
 
 
 class EnvironmentChangeError(CmGymError):
@@ -267,9 +272,16 @@ def load_environment(folder: str | Path) -> ChangedEnvironment:
         raise EnvironmentChangeError(
             f"{folder} is not a changed environment (no {ENVIRONMENT_FILE}; write one with `cm-gym env change`)"
         )
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text.replace(FOLDER_TOKEN, json.dumps(str(path.parent.resolve()))[1:-1]))
+    try:  # bounded (issue 33): size from stat before reading, nesting before parsing
+        text = read_data_file(path, MAX_ENVIRONMENT_BYTES)
+        text = text.replace(FOLDER_TOKEN, json.dumps(str(path.parent.resolve()))[1:-1])
+        data = boundedjson.loads(
+            text,
+            max_bytes=len(text),  # the size cap applies to the file itself (read_data_file)
+            max_depth=MAX_ENVIRONMENT_DEPTH,
+            what=str(path),
+            expect=dict,
+        )
         if data.get("format") != ENVIRONMENT_FORMAT:
             raise ValueError(f"format is {data.get('format')!r}, not {ENVIRONMENT_FORMAT!r}")
         change = data["change"]
@@ -289,6 +301,6 @@ def load_environment(folder: str | Path) -> ChangedEnvironment:
             tasks=tasks,
             versions=dict(data.get("versions", {})),
         )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, DataFileError) as exc:
         raise EnvironmentChangeError(f"{path} is not a readable changed environment: {exc}") from None
     return env

@@ -34,16 +34,20 @@ from cm_gym.domains.catalog import (
     _DOMAIN_FACTORIES,
     _DOMAINS,  # noqa: F401 - the tables are shared with cm_gym.domains.catalog; tests reach them here
     FAILED_PLUGINS,
+    OWNERS,
     BenchmarkSpec,
     DataRootError,
+    RegistryClashError,
     RegistryError,
     _class_name,
+    current_distribution,
     domain_class_for,
     get_benchmark,
     get_domain,
     list_benchmarks,
     load_builtin_domains,
     load_plugin,
+    owner_of,
 )
 
 logger = logging.getLogger(__name__)
@@ -53,6 +57,7 @@ __all__ = [
     "FAILED_PLUGINS",
     "BenchmarkSpec",
     "DataRootError",
+    "RegistryClashError",
     "RegistryError",
     "domain_class_for",
     "get_benchmark",
@@ -99,18 +104,28 @@ def register_benchmark(
         default_n_build=default_n_build,
         data_layout=data_layout,
     )
+    who = current_distribution()
     if name in _BENCHMARKS:
-        raise RegistryError(f"benchmark {name!r} is already registered ({_BENCHMARKS[name].env_id})")
+        raise RegistryClashError(
+            f"benchmark {name!r} is already registered ({_BENCHMARKS[name].env_id}, by {owner_of('benchmark', name)})",
+            kind="benchmark", name=name, owner=owner_of("benchmark", name),
+        )  # fmt: skip
     if spec.env_id in gym.registry:
-        raise RegistryError(f"Gymnasium id {spec.env_id!r} is already registered")
+        raise RegistryClashError(
+            f"Gymnasium id {spec.env_id!r} is already registered",
+            kind="Gymnasium id", name=spec.env_id, owner=owner_of("id", spec.env_id),
+        )  # fmt: skip
     domain_name = getattr(domain, "name", None)
     if not isinstance(domain_name, str):
         domain_name = domain().name
     owner, mine = domain_class_for(domain_name), _class_name(domain)
     if owner is not None and owner != mine:
-        raise RegistryError(
+        raise RegistryClashError(
             f"domain name {domain_name!r} of {mine} is already used by {owner}: give the new "
-            "Domain class another `name` (stored in every Task and Record)"
+            "Domain class another `name` (stored in every Task and Record)",
+            kind="domain name",
+            name=domain_name,
+            owner=owner_of("domain", domain_name),
         )
     if strict:
         from cm_gym.domains.check import check_domain  # the checker reads the catalog, never this module
@@ -118,6 +133,8 @@ def register_benchmark(
         check_domain(domain(), list(spec.load()))
     _DOMAIN_FACTORIES.setdefault(domain_name, domain)
     _BENCHMARKS[name] = spec
+    OWNERS.setdefault(("domain", domain_name), who)
+    OWNERS[("benchmark", name)] = OWNERS[("id", spec.env_id)] = who
     gym.register(id=spec.env_id, entry_point=ENV_ENTRY_POINT, kwargs={"benchmark": name})
     logger.debug("registered benchmark %s as %s", name, spec.env_id)
     return spec

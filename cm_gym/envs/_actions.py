@@ -49,3 +49,14 @@ def action_index(action: Any, n: int) -> int:
     if not 0 <= value < n:
         raise InvalidActionError(f"action {value} is outside Discrete({n}): {hint}")
     return value
+
+
+def checked_action(space: Any, action: Any) -> Any:
+    """The one validation path of every wrapper (issue 33): for a ``Discrete`` action space, the
+    integer `action_index` makes of `action` (so a wrapper refuses ``1.9``, ``"1"``, ``-1``, ``17``
+    and ``nan`` with `InvalidActionError` exactly as the env it wraps does, before it reads a mask
+    or counts a step); any other space passes the action through unchanged."""
+    n = getattr(space, "n", None)
+    if n is None or getattr(space, "start", 0) != 0:
+        return action
+    return action_index(action, int(n))

@@ -21,12 +21,12 @@ naming the file (and line).
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core import boundedjson
 from cm_gym.core.paths import DataFileError, data_root, read_data_file
 from cm_gym.core.types import CmGymError
 
@@ -37,6 +37,9 @@ FILES: Mapping[str, str] = {
     "humaneval": "humaneval/samples.jsonl",
 }
 MAX_FILE_BYTES = 256 * 1024 * 1024
+#: one row (a Spider question with every system's prediction is a few KiB) and its nesting
+MAX_LINE_BYTES = 4 * 1024 * 1024
+MAX_DEPTH = 16
 
 
 class RecordingsError(CmGymError):
@@ -133,10 +136,10 @@ def _load(kind: str, path_text: str, _size: int, _mtime: int) -> Recordings:
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-            if not isinstance(obj, dict):
-                raise ValueError("not a JSON object")
+        try:  # bounded: a line nested 200,000 deep is this error, not a RecursionError
+            obj = boundedjson.loads(
+                line, max_bytes=MAX_LINE_BYTES, max_depth=MAX_DEPTH, what="the row", expect=dict
+            )
             for out in _ROW_READERS[kind](obj):
                 rows[(out.key, out.system)] = out
         except (ValueError, KeyError, TypeError) as exc:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.core import boundedjson
 from cm_gym.core.types import Task
 from cm_gym.domains.base import Domain, RevisionRates
 from cm_gym.llm.errors import LLMError
@@ -30,6 +31,8 @@ logger = logging.getLogger(__name__)
 RATES_FORMAT = "cm_gym.revision_rates"
 RATES_VERSION = 1
 _MEMO_SIZE = 20_000
+#: a revision-rates file (a few KiB per domain)
+MAX_RATES_BYTES = 16 * 1024 * 1024
 
 
 class RevisionRatesError(LLMError):
@@ -144,7 +147,9 @@ def load_revision_rates(source: str | Path | Mapping[str, Any]) -> dict[str, Rev
         path = Path(source)
         where = str(path)
         try:
-            data = json.loads(path.read_text())
+            if not path.exists():
+                raise FileNotFoundError(path)
+            data = boundedjson.load_file(path, max_bytes=MAX_RATES_BYTES)
         except FileNotFoundError:
             raise RevisionRatesError(
                 f"revision-rates file {path} does not exist (write one with `cm-gym calibrate`)"

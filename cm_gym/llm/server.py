@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 import os
 import socket
@@ -33,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from typing import Any
 
+from cm_gym.core import boundedjson
 from cm_gym.core.types import CmGymError
 from cm_gym.llm._http import MAX_HEAD_BYTES, HTTPError, RequestHead, encode_response, error_body, parse_head
 from cm_gym.llm.apikey import authorized, key_bytes
@@ -43,6 +43,7 @@ from cm_gym.llm.prompts import parse_rendered
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024  # a cm_gym prompt is at most a few tens of KB
+MAX_REQUEST_DEPTH = 32  # a chat request nests 3 levels (object, messages, message)
 DEFAULT_WORKERS = min(32, 4 * (os.cpu_count() or 1))
 DEFAULT_BACKLOG = 1024
 DEFAULT_MAX_CONNECTIONS = 1024
@@ -211,7 +212,7 @@ class LLMServer:
 
     async def _chat(self, raw: bytes) -> dict[str, Any]:
         try:
-            request = json.loads(raw)
+            request = boundedjson.loads(raw, max_bytes=len(raw), max_depth=MAX_REQUEST_DEPTH, what="the body")
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise HTTPError(HTTPStatus.BAD_REQUEST, f"request body is not valid JSON: {exc}") from None
         if not isinstance(request, dict) or not isinstance(request.get("messages"), list):

@@ -9,12 +9,12 @@ and lock file, but never one whose lock another process holds.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from cm_gym.core import boundedjson
 from cm_gym.core.paths import cache_root
 from cm_gym.memory.errors import StoreError, StoreLockedError
 from cm_gym.memory.locking import FileLock
@@ -99,7 +99,9 @@ def list_default_stores(benchmark: str | None = None) -> list[CachedStore]:
             try:
                 snap = FrozenStore.open(target)
                 records, created = len(snap), str(snap.manifest.get("created", ""))
-                settings = json.loads(snap.meta.get("build_settings", "{}"))
+                settings = boundedjson.loads(
+                    snap.meta.get("build_settings", "{}"), what="build settings", expect=dict
+                )
                 state = "ok"
             except (StoreError, ValueError) as exc:
                 state = f"unusable ({exc})"

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from cm_gym.agent import Cost
+from cm_gym.core import boundedjson
 from cm_gym.core.types import TRUNCATION, Action, AgentState, Evaluator, Outcome, Task, check_all, truncate
 from cm_gym.domains.base import Domain
 from cm_gym.llm.base import LLM
@@ -55,6 +56,8 @@ logger = logging.getLogger(__name__)
 
 STATUSES = ("valid", "repairable", "stale", "unverifiable")
 REPORT_FORMAT = "cm_gym.memory.reverify/1"
+#: a reverify report (counts and verdicts per record) read back
+MAX_REPORT_BYTES = 64 * 1024 * 1024
 
 
 def report_path(snapshot: str | Path) -> Path:
@@ -320,7 +323,7 @@ def read_report(snapshot: str | Path) -> dict[str, Any]:
     """The verdicts written next to a reverified snapshot (StoreError when missing or malformed)."""
     path = report_path(snapshot)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = boundedjson.load_file(path, max_bytes=MAX_REPORT_BYTES)
     except (OSError, ValueError) as exc:
         raise StoreError(f"{path} is not a readable reverify report: {exc}") from None
     if data.get("format") != REPORT_FORMAT:

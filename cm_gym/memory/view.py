@@ -5,7 +5,6 @@ tasks and construction counters. Write methods here refuse (`StoreReadOnlyError`
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from cm_gym.core import boundedjson
 from cm_gym.memory.errors import StoreError, StoreReadOnlyError
 from cm_gym.memory.record import Record
 from cm_gym.memory.schema import COLUMN_DEFAULTS, RECORD_COLUMNS, record_columns
@@ -31,7 +31,7 @@ def record_from_row(
     if not isinstance(blob, bytes) or len(blob) != 4 * dim:
         raise StoreError(f"record {values.get('record_id')!r}: embedding blob is not {dim} float32 values")
     try:
-        values["evidence"] = json.loads(values["evidence"])
+        values["evidence"] = boundedjson.loads(values["evidence"], what="evidence")
     except (TypeError, ValueError) as exc:
         raise StoreError(f"record {values.get('record_id')!r}: evidence is not JSON ({exc})") from None
     emb = np.frombuffer(blob, dtype="<f4").astype(np.float32)

@@ -48,10 +48,11 @@ def run_protocol(
         from cm_gym.protocol.rotation import run_rotated
 
         return run_rotated(cfg, progress, run_protocol=run_protocol)
-    out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
-    prepared = prepare(cfg)
+    trains = "cf_memory" in cfg.policies and "cf_memory" not in cfg.custom_policies
+    prepared = prepare(cfg, need=_needed(cfg, train=trains, evaluate=True))
+    out = Path(cfg.out_dir)  # made only once there is something to run
+    out.mkdir(parents=True, exist_ok=True)
     llm = make_protocol_llm(cfg, prepared)
     t0 = time.perf_counter()
     snapshot_path = _built_or_given(cfg, prepared, llm, progress)
@@ -116,7 +117,7 @@ def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | N
     """Build (or reuse) and freeze memory, then train one selector per seed; writes
     ``training.json`` (snapshot path, best checkpoint per seed) into `cfg.out_dir`."""
     _one_split(cfg)
-    prepared = prepare(cfg)
+    prepared = prepare(cfg, need=_needed(cfg, train=True, evaluate=False))
     llm = make_protocol_llm(cfg, prepared)
     snapshot_path = _built_or_given(cfg, prepared, llm, progress)
     snapshot = load_snapshot(snapshot_path, prepared)
@@ -151,7 +152,7 @@ def evaluate_all(
     _one_split(cfg)
     if cfg.store is None:
         raise ProtocolError("evaluation needs a frozen snapshot (--store)")
-    prepared = prepare(cfg)
+    prepared = prepare(cfg, need=("eval",))
     snapshot = load_snapshot(Path(cfg.store), prepared)
     if "cf_memory" in cfg.policies and "cf_memory" not in cfg.custom_policies:
         from cm_gym.agents.masked_dqn import MaskedDQN
@@ -192,6 +193,15 @@ def evaluate_all(
         Path(cfg.out_dir).mkdir(parents=True, exist_ok=True)
         (Path(cfg.out_dir) / "results.json").write_text(json.dumps(jsonable(results), indent=2))
     return results
+
+
+def _needed(cfg: ProtocolConfig, *, train: bool, evaluate: bool) -> tuple[str, ...]:
+    """The split sides a step works on: build (unless a store is given), train, eval."""
+    return (
+        *(("build",) if cfg.store is None else ()),
+        *(("train",) if train else ()),
+        *(("eval",) if evaluate else ()),
+    )
 
 
 def _one_split(cfg: ProtocolConfig) -> None:

@@ -30,10 +30,15 @@ class Prepared:
     split_kind: str = ""
 
 
-def prepare(cfg: ProtocolConfig) -> Prepared:
+#: the sides of the split a protocol step works on
+SIDES = ("build", "train", "eval")
+
+
+def prepare(cfg: ProtocolConfig, need: Sequence[str] = ()) -> Prepared:
     """Load the benchmark's tasks and make the (capped) split; refuse any overlap (Eq. 14). With
     the recorded LLM, each side of the split keeps only the tasks it has a published output for
-    (the split itself is the one any other LLM gets), before the caps."""
+    (the split itself is the one any other LLM gets), before the caps. A side named in `need`
+    that ends up empty is one `ProtocolError` saying why (issue 33: not an empty store, rc 0)."""
     cfg.validate()
     spec = get_benchmark(cfg.benchmark)
     tasks = spec.load(cfg.data)
@@ -51,6 +56,7 @@ def prepare(cfg: ProtocolConfig) -> Prepared:
         eval=split.eval[: cfg.n_eval] if cfg.n_eval else split.eval,
     )
     split.check()
+    require_tasks(cfg, split, need, excluded, len(tasks))
     return Prepared(spec, {t.task_id: t for t in tasks}, split, excluded, kind)
 
 
@@ -67,6 +73,28 @@ def split_summary(cfg: ProtocolConfig, prepared: Prepared) -> dict[str, Any]:
     kind = prepared.split_kind or prepared.spec.split_kind(cfg.split_by)
     out.update(kind=kind, label=SPLIT_LABELS[kind], seed=cfg.split_seed)
     return out
+
+
+def require_tasks(
+    cfg: ProtocolConfig,
+    split: Split,
+    need: Sequence[str],
+    excluded: dict[str, list[str]] | None,
+    n_tasks: int,
+) -> None:
+    """Refuse a run whose `need`-ed sides of `split` are empty, naming the cause: the recorded
+    system covers none of them, the benchmark has no tasks, or the split (seed, caps) leaves none."""
+    empty = [side for side in need if not getattr(split, side)]
+    if not empty:
+        return
+    lost = sum(len((excluded or {}).get(side, [])) for side in empty)
+    if lost:
+        why = f"{cfg.llm} has a published output for none of them ({lost} task(s) left out)"
+    elif n_tasks == 0:
+        why = "the benchmark has no tasks"
+    else:
+        why = f"the split of its {n_tasks} task(s) (split seed {cfg.split_seed}, caps) leaves none there"
+    raise ProtocolError(f"no {' / '.join(empty)} tasks for {cfg.benchmark}: {why}; nothing to do")
 
 
 def _recorded_only(spec: str, split: Split, tasks: Sequence[Task]) -> tuple[Split, dict[str, list[str]]]:

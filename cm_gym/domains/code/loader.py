@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import ast
 import functools
-import json
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core import boundedjson
 from cm_gym.core.paths import data_root
 from cm_gym.core.types import CmGymError, Task
 from cm_gym.domains.base import LoadReport, refused_message
@@ -60,7 +60,7 @@ def _module_namespace(tree: ast.Module, name: str, json_dir: Path) -> dict[str, 
 
     def load_json_testcases(algorithm: str) -> list[Any]:
         with open(json_dir / f"{algorithm}.json", encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+            return [boundedjson.loads(line, what=f.name) for line in f if line.strip()]
 
     def stub(*_: Any, **__: Any) -> Any:
         raise RuntimeError("the program is not run while reading tests")

@@ -27,6 +27,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core import boundedjson
 from cm_gym.core.paths import cache_dir, data_root
 from cm_gym.core.types import CmGymError, Task
 from cm_gym.domains.base import LoadReport, refused_message, source_digest
@@ -73,7 +74,7 @@ def read_problems(path: Path, refused: list[tuple[str, str]] | None = None) -> l
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = boundedjson.loads(line, max_bytes=MAX_BYTES, what=f"{path}: line {i + 1}")
             if not isinstance(row, dict):
                 raise HumanEvalLayoutError(f"{path}: line {i + 1} is not a JSON object")
             missing = [
@@ -82,8 +83,8 @@ def read_problems(path: Path, refused: list[tuple[str, str]] | None = None) -> l
             ]  # fmt: skip
             if missing:
                 raise HumanEvalLayoutError(f"{path}: line {i + 1} lacks {', '.join(missing)}")
-        except json.JSONDecodeError as exc:
-            why = f"{path}: line {i + 1} is not JSON ({exc.msg})"
+        except boundedjson.BoundedJSONError as exc:
+            why = str(exc)
             if refused is None:
                 raise HumanEvalLayoutError(why) from None
             refused.append((f"{path}:{i + 1}", why))

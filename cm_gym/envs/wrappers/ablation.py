@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from cm_gym.envs import features as F
+from cm_gym.envs._actions import checked_action
 
 #: Groups `FeatureAblation` can hide. Validity is never hidden: it carries the mask.
 FEATURE_GROUPS: dict[str, list[int]] = {
@@ -49,14 +50,18 @@ class FeatureAblation(gym.ObservationWrapper):
     def action_masks(self) -> np.ndarray:
         return self.env.get_wrapper_attr("action_masks")()
 
-    def peek(self, action: int) -> Any:
-        return self.env.get_wrapper_attr("peek")(action)
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        return super().step(checked_action(self.action_space, action))
+
+    def peek(self, action: Any) -> Any:
+        return self.env.get_wrapper_attr("peek")(checked_action(self.action_space, action))
 
 
 class SlotLimit(gym.Wrapper):
     """Offer the selector only the first `n_slots` retrieved records: later slots are zeroed in
     the observation, masked in ``action_masks()`` / ``info["action_mask"]``, and an action on
-    them runs as skip with ``info["invalid_action"] = True``."""
+    them runs as skip with ``info["invalid_action"] = True``. An action that is not an integer of
+    the action space is refused first (`InvalidActionError`), as the wrapped env refuses it."""
 
     def __init__(self, env: gym.Env, n_slots: int) -> None:
         super().__init__(env)
@@ -83,8 +88,9 @@ class SlotLimit(gym.Wrapper):
         return self._limit(obs, info)
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
-        invalid = not self._last_mask[int(action)]
-        obs, reward, terminated, truncated, info = self.env.step(0 if invalid else int(action))
+        index = checked_action(self.action_space, action)
+        invalid = not self._last_mask[index]
+        obs, reward, terminated, truncated, info = self.env.step(0 if invalid else index)
         obs, info = self._limit(obs, info)
         if invalid:
             info["invalid_action"] = True
@@ -93,5 +99,6 @@ class SlotLimit(gym.Wrapper):
     def action_masks(self) -> np.ndarray:
         return self._last_mask.copy()
 
-    def peek(self, action: int) -> Any:
-        return self.env.get_wrapper_attr("peek")(action if self._last_mask[int(action)] else 0)
+    def peek(self, action: Any) -> Any:
+        index = checked_action(self.action_space, action)
+        return self.env.get_wrapper_attr("peek")(index if self._last_mask[index] else 0)

@@ -21,6 +21,8 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from cm_gym.envs._actions import checked_action
+
 MASK_SPACES = ("multibinary", "box")
 
 
@@ -62,8 +64,12 @@ class ActionMaskObservation(gym.Wrapper):
         return self._wrap(obs, info), info
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], SupportsFloat, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        obs, reward, terminated, truncated, info = self.env.step(checked_action(self.action_space, action))
         return self._wrap(obs, info), reward, terminated, truncated, info
+
+    def peek(self, action: Any) -> Any:
+        """The wrapped env's `peek`, after the same action check as `step`."""
+        return self.env.get_wrapper_attr("peek")(checked_action(self.action_space, action))
 
     def action_masks(self) -> np.ndarray:
         """The current mask (sb3-contrib's convention), as the observation carries it."""

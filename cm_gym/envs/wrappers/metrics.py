@@ -8,6 +8,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from cm_gym.envs._actions import checked_action
 from cm_gym.envs.metrics import EpisodeCounters, summarize
 
 
@@ -32,7 +33,7 @@ class EpisodeMetrics(gym.Wrapper):
         return obs, info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = super().step(action)
+        obs, reward, terminated, truncated, info = super().step(checked_action(self.action_space, action))
         self._counters.update(info, float(reward))
         if terminated or truncated:
             info = dict(info)
@@ -47,5 +48,5 @@ class EpisodeMetrics(gym.Wrapper):
     def action_masks(self) -> np.ndarray:
         return self.env.get_wrapper_attr("action_masks")()
 
-    def peek(self, action: int) -> Any:
-        return self.env.get_wrapper_attr("peek")(action)
+    def peek(self, action: Any) -> Any:
+        return self.env.get_wrapper_attr("peek")(checked_action(self.action_space, action))

@@ -82,6 +82,9 @@ class ExperimentConfig:
     #: keyword arguments of every unit's evaluator (``Domain.make_evaluator``), e.g. a Dafny study's
     #: ``rlimit``; they key the units (only when set: default keys stay) and are in every report
     evaluator_options: dict[str, Any] = field(default_factory=dict)
+    #: the evaluator options that weaken a guard, allowed by ``--unsafe-evaluator-options``: one
+    #: line each, in every report (`cm_gym.domains.evaluator_options`)
+    unsafe_evaluator_options: tuple[str, ...] = ()
     split_seed: int = 12345
     quick: bool = False
     sizes: Sizes = FULL
@@ -117,6 +120,11 @@ class ExperimentConfig:
             "llm_cache_mode": self.llm_cache_mode,
             "max_decisions": self.max_decisions,
             **({"evaluator_options": dict(self.evaluator_options)} if self.evaluator_options else {}),
+            **(
+                {"unsafe_evaluator_options": list(self.unsafe_evaluator_options)}
+                if self.unsafe_evaluator_options
+                else {}
+            ),
             "split_seed": self.split_seed,
             "quick": self.quick,
             "sizes": {k: v for k, v in self.sizes.__dict__.items()},

@@ -126,7 +126,7 @@ def test_evaluator_options_key_the_units_and_reach_the_evaluator() -> None:
     assert cfg.describe()["evaluator_options"] == {"conflict_budget": 7}
     assert context(budgeted).evaluator.encoding_config.budget == 7
     assert context(plain).evaluator.encoding_config.budget != 7
-    assert parse_evaluator_options(["conflict_budget=7"], ["SAT"]) == {"conflict_budget": 7}
+    assert parse_evaluator_options(["conflict_budget=7"], ["SAT"]) == ({"conflict_budget": 7}, ())
     with pytest.raises(ExperimentError, match="conflict_budget"):
         parse_evaluator_options(["conflict_budget=-1"], ["SAT"])  # a value the evaluator refuses
     with pytest.raises(ExperimentError, match="does not take"):
