@@ -58,8 +58,8 @@ def test_memrl_defaults_are_the_constants() -> None:
 
 def test_linucb_alpha_is_li_et_al_bound_at_delta_005() -> None:
     assert linucb.DELTA == 0.05
-    assert linucb.ALPHA == pytest.approx(1 + math.sqrt(math.log(2 / 0.05) / 2))
-    assert linucb.ALPHA == pytest.approx(2.3581, abs=1e-4)
+    assert pytest.approx(1 + math.sqrt(math.log(2 / 0.05) / 2)) == linucb.ALPHA
+    assert pytest.approx(2.3581, abs=1e-4) == linucb.ALPHA
     assert linucb.LinUCB().alpha == linucb.ALPHA
 
 
