@@ -32,6 +32,9 @@ def fit_learned(
         record = policy.fit(train_env, prepared.split.train, total_decisions=cfg.total_decisions, seed=seed)
     finally:
         train_env.close()
+    record["store_records"] = len(snapshot.records)
+    if "records_updated" in record:  # MemRL's question: how many memories keep their initial Q
+        record["records_at_initial_q"] = len(snapshot.records) - record["records_updated"]
     logger.info(
         "%s (seed %d) trained on %d tasks: %d decisions in %.1f s",
         name,

@@ -52,6 +52,9 @@ def test_learned_selectors_train_on_t_train_and_get_two_level_cis() -> None:
         assert set(two_level) == {"vs_random", "vs_top1"}
         assert set(policies[name]["per_task_scores"]) == {0, 1}
     assert n_train > 0 and "training" not in policies["top1"]
+    for record in policies["memrl"]["training"]:
+        assert record["records_at_initial_q"] == record["store_records"] - record["records_updated"] >= 0
+        assert len(record["q"]) == record["records_updated"]
 
 
 def test_score_interval_and_verdicts() -> None:
