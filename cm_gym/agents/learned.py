@@ -172,6 +172,8 @@ class LearnedSelector(BaselinePolicy):
         the decisions, episodes, seconds and `stats`."""
         if not task_ids:
             raise ValueError("fit needs at least one training task")
+        if getattr(env.action_space, "n", 1 + N_SLOTS) != 1 + N_SLOTS:
+            raise ValueError(f"{self.name} acts in the single action space (Discrete({1 + N_SLOTS}))")
         seed = self.seed if seed is None else int(seed)
         order_rng = np.random.default_rng(seed)
         masks_fn = env.get_wrapper_attr("action_masks")
