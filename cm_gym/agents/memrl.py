@@ -122,7 +122,7 @@ class MemRL(LearnedSelector):
     def explore(self, obs: np.ndarray, mask: np.ndarray, context: dict[str, Any] | None) -> int:
         ranked = self.ranked(obs, mask, context)
         if not ranked:
-            self.null_actions += 1
+            self.null_actions += bool(mask[1:].any())  # records were offered, none kept
             return 0
         if self.rng.random() < self.epsilon:
             return int(self.rng.choice(ranked))
@@ -156,7 +156,7 @@ class MemRL(LearnedSelector):
             "q_mean": float(values.mean()) if len(values) else None,
             "q_min": float(values.min()) if len(values) else None,
             "q_max": float(values.max()) if len(values) else None,
-            "null_actions": self.null_actions,
+            "null_actions": self.null_actions,  # training decisions with records that took none
             "q": {k: round(v, 6) for k, v in sorted(self.q.items())},
             "visits": dict(sorted(self.visits.items())),
             "exploration": {"epsilon": self.epsilon, "delta": self.delta, "lambda": self.lam},

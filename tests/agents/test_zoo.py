@@ -36,6 +36,8 @@ def test_memrl_takes_the_null_action_below_delta() -> None:
     assert policy.explore(obs, mask, _context(2)) == 0 and policy.null_actions == 1
     obs, mask = _obs([0.39, 0.30])
     assert policy.greedy(obs, mask, _context(2)) == 1
+    obs, mask = _obs([])
+    assert policy.explore(obs, mask, _context(0)) == 0 and policy.null_actions == 1  # nothing offered
 
 
 def test_memrl_ranks_by_lambda_q_plus_similarity_after_the_filter() -> None:
