@@ -9,7 +9,7 @@ the slots); while training it picks arg-max θ̂ᵀx + α·√(xᵀA⁻¹x), and
 Constants:
 
 - ``DELTA = 0.05`` and ``ALPHA = 1 + √(ln(2/δ)/2) ≈ 2.358``: the exploration weight for which
-  Li et al. (2010, Sec. 3.1, Eq. 4 and the sentence after it) state that the UCB holds with
+  Li et al. (2010, Section 3.1, the disjoint model) state that the confidence bound holds with
   probability 1 − δ; δ = 0.05 is our choice of confidence level, not a published value.
 - ``RIDGE = 1.0``: A₀ = I_d (Algorithm 1, line 6), in `cm_gym.agents.linear_bandit`.
 """
