@@ -13,7 +13,7 @@ costs of the decision); a bandit ignores what a decision does to later decisions
 (γ = 0), which is what separates it from the masked DQN.
 
 Each model is ridge regression kept in the Sherman–Morrison form: A = λ·I + Σ x xᵀ, b = Σ r x,
-θ̂ = A⁻¹ b, with ``RIDGE = 1.0`` (A₀ = I_d in Li et al. 2010, Algorithm 1, line 6; the prior
+θ̂ = A⁻¹ b, with ``RIDGE = 1.0`` (A₀ = I_d in Li et al. 2010, Algorithm 1; the prior
 precision of Agrawal & Goyal 2013's B = I_d). Evaluation is greedy: θ̂ᵀx, no bonus, no sampling.
 """
 

@@ -11,7 +11,7 @@ Constants:
 - ``DELTA = 0.05`` and ``ALPHA = 1 + √(ln(2/δ)/2) ≈ 2.358``: the exploration weight for which
   Li et al. (2010, Section 3.1, the disjoint model) state that the confidence bound holds with
   probability 1 − δ; δ = 0.05 is our choice of confidence level, not a published value.
-- ``RIDGE = 1.0``: A₀ = I_d (Algorithm 1, line 6), in `cm_gym.agents.linear_bandit`.
+- ``RIDGE = 1.0``: A₀ = I_d (Algorithm 1: A_a ← I_d for a new arm), in `cm_gym.agents.linear_bandit`.
 """
 
 from __future__ import annotations
