@@ -42,6 +42,7 @@ COMMANDS = {
     "cache",
     "calibrate",
     "check-domain",
+    "compare",
     "data",
     "diagnose",
     "env",

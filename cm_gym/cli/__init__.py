@@ -17,6 +17,7 @@ COMMANDS = (
     "train",
     "evaluate",
     "run",
+    "compare",
     "experiment",
     "tabulate",
     "serve_llm",

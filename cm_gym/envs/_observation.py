@@ -99,6 +99,38 @@ class ObservationMixin:
             for r in self._retrieved
         ]
 
+    def decision_context(self, vectors: bool = False) -> dict[str, Any]:
+        """What a deployed selector may know at the current decision besides z_t (issue 34): the
+        task id, the retrieval query (task prompt and state, never the reference) and the draft,
+        and per retrieved slot, in slot order, the record's identity and content (`record_ids`,
+        `records`: id, situation q, a⁻, a⁺, condition, source task, the record it `replaces`).
+        With `vectors`, also ``record_vectors``: P·E(situation) per slot (32 dims, the projection
+        of `cm_gym.envs.features`). Policies that key values on record identity (MemRL) or score
+        (task, record) pairs (Memento's classifier) read it; nothing is charged or changed."""
+        assert self._state is not None and self._task is not None
+        records = [r.record for r in self._retrieved]
+        out: dict[str, Any] = {
+            "task_id": self._task.task_id,
+            "query": query_text(self._blind_task, self._state.render()),
+            "draft": self._draft,
+            "record_ids": [r.record_id for r in records],
+            "records": [
+                {
+                    "record_id": r.record_id,
+                    "situation": r.situation,
+                    "a_minus": r.a_minus,
+                    "a_plus": r.a_plus,
+                    "condition": r.condition,
+                    "source_task_id": r.source_task_id,
+                    "replaces": getattr(r, "replaces", ""),
+                }
+                for r in records
+            ],
+        }
+        if vectors:
+            out["record_vectors"] = [F.project(self.embedder.embed_one(r.situation)) for r in records]
+        return out
+
     def _terminal_observation(self) -> None:
         assert self._state is not None
         self._retrieved, self._draft = [], ""

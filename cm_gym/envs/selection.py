@@ -33,6 +33,7 @@ from cm_gym.envs._observation import ObservationMixin
 from cm_gym.envs._pickling import RebuildOnUnpickle
 from cm_gym.envs._profiling import TimedEvaluator, TimedLLM, Timings
 from cm_gym.envs._render import RenderMixin
+from cm_gym.envs._reward import decision_reward
 from cm_gym.llm.base import LLM
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.retrieval import Retriever, record_view
@@ -142,6 +143,13 @@ class MemorySelectionEnv(
       better / the same / worse, ``info["draft_score"]`` its score; "paper": Appendix B.3's rule
       (against the previous attempt).
     - ``action_space``: "single" (default, the paper's Discrete(5)) or "pairs" (see above).
+    - ``counterfactuals`` (False): ANALYSIS ONLY, opt-in. Each step's info also holds
+      ``counterfactual``: for skip and every valid action at that decision, what ``step(action)``
+      would have returned (``solved``, ``score``, ``status``, ``reward``, ``terminated``,
+      ``record_id``), each run by the agent and the world model on a fork of the same state with
+      the same draft (`AnalysisMixin.counterfactual_table`, cached per task, state, draft and
+      record), and ``counterfactual_regret`` (best reward − the executed one). It costs one
+      revision and one check per valid action; the executed decision is unchanged.
     - ``check_env_versions`` (True): retrieval never offers a record verified against another
       content version of its environment than the one this env's tasks have
       (`cm_gym.memory.freshness`); retired records are never offered either way.
@@ -190,6 +198,7 @@ class MemorySelectionEnv(
         llm_retries: int | None = None,
         llm_concurrency: int | None = None,
         split_by: str | None = None,
+        counterfactuals: bool = False,
     ) -> None:
         self._init_kwargs: dict[str, Any] = {
             k: v for k, v in locals().items() if k not in ("self", "__class__")
@@ -240,6 +249,8 @@ class MemorySelectionEnv(
                 f"reuse_label_rule must be one of {REUSE_LABEL_RULES}, got {reuse_label_rule!r}"
             )
         self.reuse_label_rule = reuse_label_rule
+        self.counterfactuals = bool(counterfactuals)
+        self._cf_cache: dict[tuple[Any, ...], tuple[Any, Any]] = {}
         if obs_layout not in F.OBS_LAYOUTS:
             raise EnvConfigError(f"obs_layout must be one of {F.OBS_LAYOUTS}, got {obs_layout!r}")
         self.obs_layout = obs_layout
@@ -357,6 +368,7 @@ class MemorySelectionEnv(
     def _step(self, a: int, invalid: bool) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         assert self._state is not None
         retrieved, draft, before = self._retrieved, self._draft, self._state
+        counterfactual = self.counterfactual_table() if self.counterfactuals else None
         records = [retrieved[j - 1].record for j in F.action_slots(a, self.action_space_name)]
         views = [record_view(r, show_condition=self.use_conditions) for r in records]
         previous_score = self._state.last_score if self._state.attempts else None
@@ -375,14 +387,7 @@ class MemorySelectionEnv(
         self._tokens += cost.tokens
         solved = decision.outcome.solved
         exhausted = self._decisions >= self.max_decisions or self._calls >= self.max_evaluator_calls
-        terminated = solved or exhausted
-        w = self.reward_weights
-        reward = (
-            w["solve"] * float(terminated and solved)
-            - w["calls"] * cost.evaluator_calls
-            - w["failures"] * cost.failures
-            - w["tokens"] * cost.tokens / w["token_scale"]
-        )
+        reward, terminated = decision_reward(self.reward_weights, cost, solved, exhausted)
         draft_outcome = None
         if decision.changed_by_memory:  # bookkeeping for the reuse label: never charged
             draft_outcome = self.evaluator.check(before.fork(), Action(draft))
@@ -423,6 +428,9 @@ class MemorySelectionEnv(
                 "llm_calls": cost.llm_calls,
             },
         )
+        if counterfactual is not None:  # opt-in: every valid action's outcome, from the same state
+            info["counterfactual"] = counterfactual
+            info["counterfactual_regret"] = max(c["reward"] for c in counterfactual.values()) - reward
         return self._obs.copy(), float(reward), terminated, False, info
 
     @property

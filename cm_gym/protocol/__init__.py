@@ -12,6 +12,8 @@ Every public name is importable from ``cm_gym.protocol`` itself.
 from cm_gym.protocol.config import (
     ALGOS,
     CI_BASELINES,
+    KNOWN_POLICIES,
+    LEARNED_POLICIES,
     POLICIES,
     POLICY_LABELS,
     ProtocolConfig,
@@ -45,6 +47,8 @@ from cm_gym.protocol.stores import (
 __all__ = [
     "ALGOS",
     "CI_BASELINES",
+    "KNOWN_POLICIES",
+    "LEARNED_POLICIES",
     "POLICIES",
     "POLICY_LABELS",
     "Checkpoints",

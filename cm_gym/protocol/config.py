@@ -12,6 +12,11 @@ import numpy as np
 from cm_gym.core.types import CmGymError
 
 POLICIES = ("none", "top1", "random", "cf_memory", "oracle")
+#: the field's learned selectors (issue 34; `cm_gym.agents.zoo.LEARNED`), trained on T_train with
+#: the store frozen when asked for (``--policies memrl ...``, ``cm-gym compare``); not run by default
+LEARNED_POLICIES = ("memrl", "linucb", "thompson", "memento-clf")
+#: every built-in policy name
+KNOWN_POLICIES = POLICIES + LEARNED_POLICIES
 #: selector learners: SB3 (built in) or RLlib (the optional ``ray`` extra)
 ALGOS = ("masked-dqn", "rllib-ppo", "rllib-dqn")
 POLICY_LABELS = {
@@ -21,6 +26,10 @@ POLICY_LABELS = {
     "cf_memory": "CF Memory (masked DQN)",
     "cf_memory_extended": "CF Memory (masked DQN, extended z_t)",
     "oracle": "Oracle (peeks; upper bound)",
+    "memrl": "MemRL (per-record Q)",
+    "linucb": "LinUCB (z_t per slot)",
+    "thompson": "Thompson sampling (z_t per slot)",
+    "memento-clf": "Memento classifier (pairwise CE)",
 }
 #: Baselines every policy is compared with, by a paired bootstrap over tasks (SPEC §8).
 CI_BASELINES = ("random", "top1")
@@ -155,9 +164,9 @@ class ProtocolConfig:
                 raise ProtocolError(str(exc)) from None
         if self.k > 4:
             raise ProtocolError(f"k must be in 0..4 (the selector has 4 slots), got {self.k}")
-        unknown = [p for p in self.policies if p not in POLICIES and p not in self.custom_policies]
+        unknown = [p for p in self.policies if p not in KNOWN_POLICIES and p not in self.custom_policies]
         if unknown:
-            raise ProtocolError(f"unknown policy {unknown[0]!r}; built-in: {', '.join(POLICIES)}")
+            raise ProtocolError(f"unknown policy {unknown[0]!r}; built-in: {', '.join(KNOWN_POLICIES)}")
         if self.algo not in ALGOS:
             raise ProtocolError(f"algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
         if (

@@ -10,7 +10,8 @@ from typing import Any
 
 from cm_gym.protocol.config import (
     CI_BASELINES,
-    POLICIES,
+    KNOWN_POLICIES,
+    LEARNED_POLICIES,
     ProtocolConfig,
     ProtocolError,
     policy_label,
@@ -56,7 +57,9 @@ def make_policy(name: str, env: Any, seed: int, checkpoint: str | None = None) -
                 return policy
         space = getattr(env, "observation_space", None)  # refuses a checkpoint of another layout
         return MaskedDQN.load(checkpoint, env=None, device="cpu", observation_space=space)
-    raise ProtocolError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
+    if name in LEARNED_POLICIES:
+        raise ProtocolError(f"{name} learns on T_train: the protocol trains it (`cm_gym.protocol.zoo`)")
+    raise ProtocolError(f"unknown policy {name!r}; known: {', '.join(KNOWN_POLICIES)}")
 
 
 def resolve_policy(cfg: ProtocolConfig, name: str, env: Any, seed: int, checkpoint: str | None) -> Any:
@@ -105,6 +108,7 @@ def evaluate_policies(
         else:
             names.append((name, name, "paper"))
     results: dict[str, Any] = {}
+    learned: dict[str, list[dict[str, Any]]] = {}  # training records of the learned selectors
     episodes_of: dict[str, dict[int, list[dict[str, Any]]]] = {}
     shared = ("none", "top1", "oracle")  # deterministic: one run serves every seed
     runs = sum(1 if name in shared else len(cfg.seeds) for _, name, _ in names)
@@ -121,7 +125,13 @@ def evaluate_policies(
             if name in shared and per_seed:
                 per_seed[seed] = next(iter(per_seed.values()))
                 continue
-            policy = resolve_policy(cfg, name, env, seed, ckpts.get(seed))
+            if name in LEARNED_POLICIES and name not in cfg.custom_policies:
+                from cm_gym.protocol.zoo import fit_learned
+
+                policy, record = fit_learned(cfg, snapshot, prepared, llm, name, env, seed)
+                learned.setdefault(key, []).append(record)
+            else:
+                policy = resolve_policy(cfg, name, env, seed, ckpts.get(seed))
             prefetch(name, seed, policy, ckpts.get(seed), layout)
             on_masked = "error" if cfg.on_masked == "error" else "count"
             per_seed[seed] = run_episodes(env, policy, prepared.split.eval, on_masked=on_masked)
@@ -139,6 +149,8 @@ def evaluate_policies(
             "mean": aggregate_seeds(summaries),
             "masked_actions": masked,
         }
+        if key in learned:
+            results[key]["training"] = learned[key]
         replies = delta(reply_counts(llm), replies_before)
         if replies is not None:  # the LLM marks its replies real / simulated (recorded:<system>)
             results[key]["replies"] = replies
@@ -192,6 +204,8 @@ class _EpisodePrefetch:
             )
         env = self.envs[layout]
         ahead = make_policy(name, env, seed, checkpoint) if name == "oracle" else policy
+        if hasattr(ahead, "bound_to"):  # a learned selector reads its decision's records from the env
+            ahead = ahead.bound_to(env)
         stats = prefetch_episodes(env, ahead, self.task_ids, self.cached, concurrency=self.cfg.concurrency)
         logger.info(
             "prefetched %d LLM calls for %s (seed %d) in %.1f s", stats.calls, name, seed, stats.seconds

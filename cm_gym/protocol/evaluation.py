@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cm_gym.core.quick import PROTOCOL_SIZES, quick_mode, say
-from cm_gym.protocol.config import POLICIES, ProtocolConfig, ProtocolError
+from cm_gym.protocol.config import KNOWN_POLICIES, ProtocolConfig, ProtocolError
 from cm_gym.protocol.custom import ON_MASKED, instantiate_policy, load_policy, report_masked
 from cm_gym.protocol.run import evaluate_all
 
@@ -51,15 +51,15 @@ def evaluate_policies(
     there."""
     if on_masked not in ON_MASKED:
         raise ProtocolError(f"on_masked must be one of {ON_MASKED}, got {on_masked!r}")
-    clash = sorted(set(policies) & set(POLICIES))
+    clash = sorted(set(policies) & set(KNOWN_POLICIES))
     if clash:
         raise ProtocolError(
             f"policy name(s) {clash} are built-in: choose other names (built-ins go in baselines=)"
         )
-    unknown = sorted(set(baselines) - set(POLICIES) - {"cf_memory"})
+    unknown = sorted(set(baselines) - set(KNOWN_POLICIES) - {"cf_memory"})
     if unknown or "cf_memory" in baselines:
         raise ProtocolError(
-            f"baselines must be among {[p for p in POLICIES if p != 'cf_memory']}, got {list(baselines)}"
+            f"baselines must be among {[p for p in KNOWN_POLICIES if p != 'cf_memory']}, got {list(baselines)}"
         )
     if store is None:
         from cm_gym.memory.defaults import default_snapshot

@@ -23,9 +23,15 @@ OUTPUTS: dict[str, tuple[str, ...]] = {
     "run": ("results.json", "training.json", "selector", "tensorboard", "memory", "*.png"),
     "train": ("training.json", "selector", "tensorboard", "memory", "results.json", "*.png"),
     "evaluate": ("results.json", "*.png"),
+    "compare": ("results.json", "training.json", "selector", "tensorboard", "*.png"),
 }
 #: The file that says the command finished in that folder.
-FINISHED: dict[str, str] = {"run": "results.json", "train": "training.json", "evaluate": "results.json"}
+FINISHED: dict[str, str] = {
+    "run": "results.json",
+    "train": "training.json",
+    "evaluate": "results.json",
+    "compare": "results.json",
+}
 
 
 class OutputExistsError(CmGymError):
