@@ -50,6 +50,7 @@ COMMANDS = {
     "memory",
     "run",
     "serve-llm",
+    "setup-local-model",
     "tabulate",
     "train",
 }
