@@ -62,8 +62,9 @@ def test_spider_rotation_changes_the_held_out_databases(shared_data: Path, tmp_p
     held = []
     for seed in (0, 1, 2):
         prepared = prepare(
-            _cfg(tmp_path, benchmark="SpiderSQL", split_seed=seed, n_build=None, n_train=None, n_eval=None)
-        )
+            _cfg(tmp_path, benchmark="SpiderSQL", split_seed=seed, n_build=None, n_train=None, n_eval=None,
+                 split_by="databases")  # the "new environment" condition; the default splits tasks
+        )  # fmt: skip
         held.append({prepared.tasks[t].env_id for t in prepared.split.eval})
         build_envs = {prepared.tasks[t].env_id for t in prepared.split.build}
         assert not held[-1] & build_envs  # split by database

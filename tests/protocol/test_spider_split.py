@@ -57,3 +57,20 @@ def test_an_unknown_split_name_is_refused_before_any_work() -> None:
 
     with pytest.raises(EnvConfigError, match="unknown split 'by-moon'"):
         gym.make("cm_gym/SQL-v0", split_by="by-moon")
+
+
+def test_the_commands_take_the_split_and_the_a_minus_rule_by_name() -> None:
+    from cm_gym.cli import make_parser
+
+    parser = make_parser()
+    run = parser.parse_args(
+        ["run", "--benchmark", "SpiderSQL", "--split-by", "databases", "--admit-a-minus", "any"]
+    )
+    assert (run.split_by, run.admit_a_minus) == ("databases", "any")
+    build = parser.parse_args(
+        ["build", "--benchmark", "SpiderSQL", "--out", "s.sqlite", "--split-by", "Tasks"]
+    )
+    assert (build.split_by, build.admit_a_minus, build.split) == ("tasks", "auto", "build")
+    for argv in (["run", "--split-by", "by-moon"], ["run", "--admit-a-minus", "sometimes"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv)
