@@ -51,6 +51,7 @@ COMMANDS = {
     "memory",
     "run",
     "serve-llm",
+    "setup-local-model",
     "tabulate",
     "train",
 }

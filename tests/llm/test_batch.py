@@ -146,6 +146,17 @@ _FILL = textwrap.dedent(
 )
 
 
+def _rows(path: Path) -> int:
+    """Rows stored so far (0 while the file or its table does not exist yet)."""
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            return int(db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
 def test_a_killed_fill_resumes_without_paying_twice(serve: Any, tmp_path: Path) -> None:
     server = serve(delay=0.05)
     path = tmp_path / "c.sqlite"
@@ -153,7 +164,9 @@ def test_a_killed_fill_resumes_without_paying_twice(serve: Any, tmp_path: Path) 
         [sys.executable, "-c", _FILL, server.base_url, str(path)], stdout=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "40"
-    while server.hits < 12:
+    deadline = time.monotonic() + 60
+    while server.hits < 12 or not _rows(path):  # killed mid-fill, after a first flush
+        assert time.monotonic() < deadline, "the fill never stored a reply"
         time.sleep(0.02)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
