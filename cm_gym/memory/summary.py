@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from cm_gym.agent import Cost
@@ -44,6 +44,22 @@ class BuildSummary:
     checkpoints: list[str] = field(default_factory=list)
     admitted_ids: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_counters(cls, counters: Mapping[str, float]) -> BuildSummary:
+        """The counts of every session of a store's build, from its cumulative counters
+        (`RecordStore.counters`): what a resumed build reports as the build's summary, where the
+        summary of its last session alone would say "0 tasks, 12 skipped"."""
+        out = cls()
+        for f in fields(cls):
+            value = getattr(out, f.name)
+            if f.name in counters and isinstance(value, int) and not isinstance(value, bool):
+                setattr(out, f.name, int(counters[f.name]))
+        out.rejected = {
+            k[len("rejected_") :]: int(v) for k, v in counters.items() if k.startswith("rejected_")
+        }
+        out.reuse_labels = {label: int(counters.get(f"reuse_{label}", 0)) for label in out.reuse_labels}
+        return out
 
     def reject(self, reason: str) -> None:
         self.rejected[reason] = self.rejected.get(reason, 0) + 1

@@ -232,7 +232,18 @@ def build_snapshot(
         from cm_gym.memory.defaults import warn_if_nearly_empty
 
         warn_if_nearly_empty(f"the memory of {prepared.spec.name}", len(store), len(build_tasks))
-    (mem_dir / "build_summary.json").write_text(json.dumps(jsonable(summary), indent=2))
+        payload = jsonable(summary)
+        if summary.skipped:  # a resumed build: the whole build's counts, this session's beside them
+            from cm_gym.memory.summary import BuildSummary
+
+            total = BuildSummary.from_counters(store.counters)
+            total.skipped, total.records, total.budget_exhausted = (
+                0,
+                summary.records,
+                summary.budget_exhausted,
+            )
+            payload = {**jsonable(total), "resumed": True, "this_session": payload}
+    (mem_dir / "build_summary.json").write_text(json.dumps(payload, indent=2))
     logger.info("memory built: %s", summary)
     return snapshot_path
 

@@ -12,6 +12,7 @@ from cm_gym.llm.base import GENERATE_LOCAL_ALTERNATIVES, REVISE_WITH_RECORD
 from cm_gym.memory.construction import ConstructionConfig, build_memory
 from cm_gym.memory.snapshot import FrozenStore
 from cm_gym.memory.store import RecordStore
+from cm_gym.memory.summary import BuildSummary
 
 INCL_COND = 'mentions_any("at least") AND toy_has_number()'
 
@@ -110,6 +111,15 @@ def test_resumable_build_skips_processed_tasks(tmp_path: Path) -> None:
         assert part.counters["tasks"] == 12 and part.counters["admitted"] == 1
         third, _, _ = build(part, n=12)
         assert third.tasks == 0 and third.skipped == 12 and third.decisions == 0
+        # the whole build's counts come back from the cumulative counters (a resumed run's report)
+        total = BuildSummary.from_counters(part.counters)
+        for name in ("tasks", "decisions", "solved", "failures_expanded", "alternatives_checked", "admitted"):
+            assert getattr(total, name) == getattr(first, name) + getattr(second, name), name
+        assert total.rejected == {
+            k: first.rejected.get(k, 0) + second.rejected.get(k, 0)
+            for k in {*first.rejected, *second.rejected}
+        }
+        assert total.tasks == 12 and total.decisions > 0
 
 
 def test_checkpoints_are_verified_snapshots(store: RecordStore, tmp_path: Path) -> None:
