@@ -9,6 +9,7 @@ stream with the store frozen, and ``predict`` acts greedily. The protocol
 | name          | module                          | source                                   |
 |---------------|---------------------------------|------------------------------------------|
 | `memrl`       | `cm_gym.agents.memrl`           | MemRL, arXiv 2601.03192                  |
+| `memq`        | `cm_gym.agents.memq`            | MemQ, arXiv 2605.08374                   |
 | `linucb`      | `cm_gym.agents.linucb`          | Li et al., WWW 2010                      |
 | `thompson`    | `cm_gym.agents.thompson`        | Agrawal & Goyal, ICML 2013               |
 | `memento-clf` | `cm_gym.agents.memento_clf`     | Memento, arXiv 2508.16153 (released clf) |
@@ -21,17 +22,20 @@ from typing import Any
 from cm_gym.agents.learned import LearnedSelector
 from cm_gym.agents.linucb import LinUCB
 from cm_gym.agents.memento_clf import MementoClassifier
+from cm_gym.agents.memq import MemQ
 from cm_gym.agents.memrl import MemRL
 from cm_gym.agents.thompson import ThompsonSampling
 
 LEARNED: dict[str, type[LearnedSelector]] = {
     "memrl": MemRL,
+    "memq": MemQ,
     "linucb": LinUCB,
     "thompson": ThompsonSampling,
     "memento-clf": MementoClassifier,
 }
 LABELS: dict[str, str] = {
     "memrl": "MemRL (per-record Q)",
+    "memq": "MemQ (Q + provenance credit)",
     "linucb": "LinUCB (z_t per slot)",
     "thompson": "Thompson sampling (z_t per slot)",
     "memento-clf": "Memento classifier (pairwise CE)",

@@ -161,7 +161,7 @@ OPTIONS: dict[str, Opt] = {
     "n_build": Opt("use only the first N build tasks", pos_int, metavar="N"),
     "n_train": Opt("use only the first N training tasks", pos_int, metavar="N"),
     "n_eval": Opt("evaluate on the first N held-out tasks", pos_int, metavar="N"),
-    "policies": Opt("built-in policies to evaluate (the learned memrl, linucb, thompson, memento-clf train on T_train first)", choices=_choices("cm_gym.protocol", "KNOWN_POLICIES")),
+    "policies": Opt("built-in policies to evaluate (the learned memrl, memq, linucb, thompson, memento-clf train on T_train first)", choices=_choices("cm_gym.protocol", "KNOWN_POLICIES")),
     "on_masked": Opt("a policy picking masked actions: warn (they run as skip) or error", choices=lambda: ("warn", "error")),
     "tensorboard": Opt("write TensorBoard logs to <out-dir>/tensorboard"),
     "progress": Opt("progress bars on stderr"),

@@ -1,9 +1,9 @@
 """`cm-gym compare`: every registered memory-use policy on one frozen store and split (issue 34).
 
-The baselines (None, Top-1, Random valid), the field's learned selectors (MemRL, LinUCB, Thompson
-sampling, Memento's classifier; each trained on T_train with the store frozen), the masked DQN
-and the oracle, evaluated on the same held-out tasks over seeds; one table with two-level paired
-CIs against Random and Top-1, the verdicts, ``results.json`` and ``comparison.png``
+The baselines (None, Top-1, Random valid), the field's learned selectors (MemRL, MemQ, LinUCB,
+Thompson sampling, Memento's classifier; each trained on T_train with the store frozen), the
+masked DQN and the oracle, evaluated on the same held-out tasks over seeds; one table with
+two-level paired CIs against Random and Top-1, the verdicts, ``results.json`` and ``comparison.png``
 (`cm_gym.protocol.compare`). Your own policies are not built in: `cm-gym evaluate --policy`.
 """
 
@@ -25,10 +25,10 @@ from cm_gym.protocol.report import results_table
 
 DESCRIPTION = (
     "Every registered memory-use policy on one frozen store (the benchmark's default snapshot "
-    "unless --store) and one split: None, Top-1, Random valid, MemRL, LinUCB, Thompson sampling, "
-    "Memento's classifier, the masked DQN (CF Memory) and the oracle. The learned ones train on "
-    "T_train for --total-decisions decisions per seed. Prints the table with two-level paired CIs "
-    "against Random and Top-1 and which policy wins; writes results.json and comparison.png."
+    "unless --store) and one split: None, Top-1, Random valid, MemRL, MemQ, LinUCB, Thompson "
+    "sampling, Memento's classifier, the masked DQN (CF Memory) and the oracle. The learned ones "
+    "train on T_train for --total-decisions decisions per seed. Prints the table with two-level "
+    "paired CIs against Random and Top-1 and which policy wins; writes results.json and comparison.png."
 )
 
 

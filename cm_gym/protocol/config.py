@@ -14,7 +14,7 @@ from cm_gym.core.types import CmGymError
 POLICIES = ("none", "top1", "random", "cf_memory", "oracle")
 #: the field's learned selectors (issue 34; `cm_gym.agents.zoo.LEARNED`), trained on T_train with
 #: the store frozen when asked for (``--policies memrl ...``, ``cm-gym compare``); not run by default
-LEARNED_POLICIES = ("memrl", "linucb", "thompson", "memento-clf")
+LEARNED_POLICIES = ("memrl", "memq", "linucb", "thompson", "memento-clf")
 #: every built-in policy name
 KNOWN_POLICIES = POLICIES + LEARNED_POLICIES
 #: selector learners: SB3 (built in) or RLlib (the optional ``ray`` extra)
@@ -27,6 +27,7 @@ POLICY_LABELS = {
     "cf_memory_extended": "CF Memory (masked DQN, extended z_t)",
     "oracle": "Oracle (peeks; upper bound)",
     "memrl": "MemRL (per-record Q)",
+    "memq": "MemQ (Q + provenance credit)",
     "linucb": "LinUCB (z_t per slot)",
     "thompson": "Thompson sampling (z_t per slot)",
     "memento-clf": "Memento classifier (pairwise CE)",

@@ -102,7 +102,7 @@ def test_bandits_learn_which_slot_pays(cls: type) -> None:
 
 
 def test_learned_registry_builds_every_selector() -> None:
-    assert set(LEARNED) == {"memrl", "linucb", "thompson", "memento-clf"}
+    assert set(LEARNED) == {"memrl", "memq", "linucb", "thompson", "memento-clf"}
     for name in LEARNED:
         assert make_learned(name, seed=1).name == name
     with pytest.raises(KeyError, match="unknown learned selector"):
@@ -148,7 +148,7 @@ def test_learned_selectors_train_and_act_on_the_selection_env(store: str, name: 
         obs, _, term, trunc, info = eval_env.step(action)
         if term or trunc:
             obs, info = eval_env.reset()
-    if name == "memrl":
+    if name in ("memrl", "memq"):
         assert record["records_updated"] > 0
     if name == "memento-clf":
         assert record["pairs"] > 0
