@@ -244,7 +244,10 @@ def ready(base_url: str, timeout: float = 2.0) -> bool:
     """Whether an OpenAI-compatible server answers ``GET /models`` at `base_url`."""
     try:
         with urllib.request.urlopen(f"{base_url}/models", timeout=timeout) as response:  # noqa: S310 - loopback
-            return bool(response.status == 200 and boundedjson.loads(response.read(1 << 16), max_bytes=1 << 16, max_depth=16))
+            return bool(
+                response.status == 200
+                and boundedjson.loads(response.read(1 << 16), max_bytes=1 << 16, max_depth=16)
+            )
     except (OSError, ValueError, urllib.error.URLError):
         return False
 

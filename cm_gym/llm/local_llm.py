@@ -253,7 +253,9 @@ class LocalLLM:
         except LLMError as exc:
             engine = self._engines[i] if i < len(self._engines) else None
             if engine is not None and not engine.alive():
-                raise LLMError(f"{self.name}: the engine {engine.exit_reason()}; rerun to resume from the cache") from exc
+                raise LLMError(
+                    f"{self.name}: the engine {engine.exit_reason()}; rerun to resume from the cache"
+                ) from exc
             raise
         finally:
             self._release(i)
