@@ -87,7 +87,7 @@ MOVED_NAMES: dict[str, dict[str, str]] = {
         "SCHEMA_NAME": "cm_gym.llm.cache_db",
         "SCHEMA_VERSION": "cm_gym.llm.cache_db",
     },
-    "cm_gym.llm.batch": {"CachedLLM": "cm_gym.llm.cached", "CallRequest": "cm_gym.llm.cached"},
+    "cm_gym.llm.batch": {"CachedLLM": "cm_gym.llm.cached", "CallRequest": "cm_gym.llm.call_request"},
     "cm_gym.llm.prompts": {"fenced": "cm_gym.llm.fence"},
     "cm_gym.memory.store": {"open_store": "cm_gym.memory.opening"},
     "cm_gym.memory.snapshot": {"open_store": "cm_gym.memory.opening"},

@@ -1,5 +1,6 @@
-"""Scan cm_gym's imports with `ast` (module level and inside functions) and report the import
-circles (strongly connected groups of modules) and the arrows that run up the layers.
+"""Scan cm_gym's imports with `ast` (module level, inside functions and under ``if TYPE_CHECKING:``)
+and report the import circles (strongly connected groups of modules) and the arrows that run up the
+layers.
 
 Usage: ``python docs_tools/layers_scan.py [REPO_ROOT] [-v]``. The layer order is the one of
 ARCHITECTURE.md; modules of the pre-issue-24 tree are mapped by `OLD_LAYOUT` so that the scan also
@@ -99,26 +100,28 @@ def _type_checking(node: ast.AST) -> bool:
     )
 
 
-def _walk(node: ast.AST) -> list[ast.AST]:
-    """Every node below `node` except the bodies of ``if TYPE_CHECKING:`` blocks (their
-    ``else`` runs)."""
+def _walk(node: ast.AST, type_checking: bool = True) -> list[ast.AST]:
+    """Every node below `node` (without `type_checking`: except the bodies of
+    ``if TYPE_CHECKING:`` blocks; their ``else`` runs)."""
     out = []
     stack = [node]
     while stack:
         current = stack.pop()
         out.append(current)
-        children = current.orelse if _type_checking(current) else list(ast.iter_child_nodes(current))
+        skip = not type_checking and _type_checking(current)
+        children = current.orelse if skip else list(ast.iter_child_nodes(current))
         stack.extend(children)
     return out
 
 
-def edges(root: Path) -> dict[str, set[str]]:
-    """Module → the cm_gym modules it imports anywhere in its body (functions included; imports
-    only for annotations, under ``if TYPE_CHECKING:``, are not run and not counted)."""
+def edges(root: Path, *, type_checking: bool = True) -> dict[str, set[str]]:
+    """Module → the cm_gym modules it imports anywhere in its body: functions included, and
+    imports for annotations only (under ``if TYPE_CHECKING:``) unless `type_checking` is False —
+    a circle of types is still a circle (issue 35), and `lint-imports` counts them too."""
     mods = modules(root)
     out: dict[str, set[str]] = defaultdict(set)
     for name, path in mods.items():
-        for node in _walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _walk(ast.parse(path.read_text(encoding="utf-8")), type_checking):
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
             for target in _targets(mods, name, node):

@@ -22,19 +22,34 @@ import time
 from collections.abc import Awaitable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from cm_gym.llm.base import Completion
+from cm_gym.llm.call_request import CallRequest
 from cm_gym.llm.errors import LLMError
-
-if TYPE_CHECKING:  # batch is called by cached (prefetch); it needs the types only
-    from cm_gym.llm.cached import CachedLLM, CallRequest
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 FLUSH_EVERY = 32  # replies per cache transaction at most
 FLUSH_SECONDS = 0.25  # and at least this often while replies arrive
+
+
+class CacheBackedLLM(Protocol):
+    """What this module needs of a `cm_gym.llm.cached.CachedLLM` (which calls it: `prefetch`), so
+    that it does not import that module: the backend (``inner``), the cache's requests, look-ups
+    and stores."""
+
+    name: str
+    inner: Any
+
+    def cache_identity(self) -> dict[str, Any]: ...
+
+    def request(self, template: str, fields: Mapping[str, Any]) -> CallRequest: ...
+
+    def lookup(self, request: CallRequest) -> Completion | None: ...
+
+    def store_many(self, items: Sequence[tuple[CallRequest, Completion]]) -> list[Completion]: ...
 
 
 class PendingCall(BaseException):  # noqa: N818 - a control-flow signal, not an error
@@ -51,7 +66,7 @@ class RecordingLLM:
     """An `LLM` that replays `cached` and raises `PendingCall` on a miss (see the module docstring).
     ``hits`` counts replayed calls."""
 
-    def __init__(self, cached: CachedLLM) -> None:
+    def __init__(self, cached: CacheBackedLLM) -> None:
         self.cached = cached
         self.name = cached.name
         self.hits = 0
@@ -108,7 +123,7 @@ class FetchStats:
 
 
 def fetch_all(
-    llm: CachedLLM,
+    llm: CacheBackedLLM,
     requests: Sequence[CallRequest],
     *,
     concurrency: int = 8,
@@ -145,7 +160,7 @@ def fetch_all(
 class _Writer:
     """Buffers fresh replies and stores them a few at a time (one transaction per flush)."""
 
-    def __init__(self, llm: CachedLLM, stats: FetchStats, progress: CallProgress | None) -> None:
+    def __init__(self, llm: CacheBackedLLM, stats: FetchStats, progress: CallProgress | None) -> None:
         self.llm, self.stats, self.progress = llm, stats, progress
         self.buffer: list[tuple[CallRequest, Completion]] = []
         self.last_flush = time.perf_counter()

@@ -16,11 +16,12 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cm_gym.llm.base import LLM, Completion
+from cm_gym.llm.batch import fetch_all
 from cm_gym.llm.cache import request_payload
+from cm_gym.llm.call_request import CallRequest  # defined below this module and batch; still importable here
 from cm_gym.llm.prompts import render
 from cm_gym.llm.replies import ReplyCounts
 
@@ -50,20 +51,6 @@ def cached_llm_of(llm: Any) -> CachedLLM | None:
         if llm is None:
             return None
     return None
-
-
-@dataclass(frozen=True)
-class CallRequest:
-    """One LLM call as the cache sees it: its key, the rendered messages, and the fields it came
-    from (kept for backends that answer from fields, like the simulated LLM)."""
-
-    key: str
-    template: str
-    version: str
-    messages: list[dict[str, str]] = field(hash=False)
-    task_id: str = ""
-    payload: bytes = field(default=b"", repr=False, hash=False)
-    fields: Mapping[str, Any] = field(default_factory=dict, repr=False, hash=False, compare=False)
 
 
 def completion_from(value: Mapping[str, Any], *, cached: bool) -> Completion:
@@ -201,8 +188,6 @@ class CachedLLM:
                 seen[request.key] = request
         if not seen:
             return 0
-        from cm_gym.llm.batch import fetch_all
-
         return fetch_all(self, list(seen.values()), concurrency=self.concurrency).calls
 
     @property

@@ -81,6 +81,8 @@ from cm_gym.llm.parsers import edit_fragment, format_alternatives
 from cm_gym.llm.profiles import Profile, load_profile
 from cm_gym.llm.prompts import Rendered, render
 from cm_gym.llm.revision import CandidateCache, choose, choose_sequence, load_revision_rates
+from cm_gym.llm.simulated_mechanisms import NEEDS_TASK as _MECHANISM_NEEDS_TASK
+from cm_gym.llm.simulated_mechanisms import REPLIES as _MECHANISM_REPLIES  # the baselines' templates
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +95,7 @@ _NEEDS_TASK = {
     REVISE_WITH_RECORDS,
     GENERATE_LOCAL_ALTERNATIVES,
     DISTIL_RECORD,
-}
+} | _MECHANISM_NEEDS_TASK
 
 
 def stable_rng(*parts: Any) -> np.random.Generator:
@@ -153,11 +155,9 @@ class SimulatedLLM:
     def complete(self, template: str, fields: Mapping[str, Any]) -> Completion:
         """Answer `template` from `fields`; the reply depends only on the seed, the rendered
         messages and the task the rendered ``<task_id>`` names."""
-        from cm_gym.llm import simulated_mechanisms as mech  # the baselines' templates (lazy: cycle)
-
         rendered = render(template, fields)
-        task = self._task(rendered, fields) if template in _NEEDS_TASK | mech.NEEDS_TASK else None
-        handler = mech.REPLIES.get(template)
+        task = self._task(rendered, fields) if template in _NEEDS_TASK else None
+        handler = _MECHANISM_REPLIES.get(template)
         reply = handler(self, rendered, task) if handler is not None else self._reply(rendered, task)
         return Completion(reply, estimate_tokens(rendered.joined()), estimate_tokens(reply))
 

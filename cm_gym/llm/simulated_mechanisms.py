@@ -39,11 +39,11 @@ from __future__ import annotations
 import collections
 import dataclasses
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from cm_gym.core.types import Task
-from cm_gym.domains.base import token_diff
+from cm_gym.domains.base import Domain, token_diff
 from cm_gym.llm.base import (
     EXPEL_INSIGHT,
     GENERATIVE_AGENTS_IMPORTANCE,
@@ -56,6 +56,7 @@ from cm_gym.llm.base import (
     REVISE_WITH_GUIDANCE,
     REVISE_WITH_RECORD,
     VOYAGER_SKILL,
+    Completion,
 )
 from cm_gym.llm.fence import fenced
 from cm_gym.llm.parsers_mechanisms import (
@@ -67,10 +68,17 @@ from cm_gym.llm.parsers_mechanisms import (
 )
 from cm_gym.llm.prompts import Rendered
 
-if TYPE_CHECKING:
-    from cm_gym.llm.simulated import SimulatedLLM
 
-Handler = Callable[["SimulatedLLM", Rendered, "Task | None"], str]
+class Simulator(Protocol):
+    """What these answers need of the simulated LLM (`cm_gym.llm.simulated.SimulatedLLM`, which
+    dispatches to them): its answer to another template, and a domain by name."""
+
+    def complete(self, template: str, fields: Mapping[str, Any]) -> Completion: ...
+
+    def _domain(self, name: str) -> Domain: ...
+
+
+Handler = Callable[[Simulator, Rendered, "Task | None"], str]
 
 
 def _fenced(action: str) -> str:
@@ -81,12 +89,12 @@ def _blind(task: Task) -> Task:
     return dataclasses.replace(task, reference="")
 
 
-def _situation(sim: SimulatedLLM, task: Task, before: str, after: str) -> str:
+def _situation(sim: Simulator, task: Task, before: str, after: str) -> str:
     d = sim._domain(task.domain).distil(_blind(task), before, after)
     return " ".join(d.situation.split()) or "A similar action needed this correction."
 
 
-def _revise_with_guidance(sim: SimulatedLLM, r: Rendered, task: Task | None) -> str:
+def _revise_with_guidance(sim: Simulator, r: Rendered, task: Task | None) -> str:
     assert task is not None
     f = r.fields
     domain = sim._domain(task.domain)
@@ -112,21 +120,21 @@ def _revise_with_guidance(sim: SimulatedLLM, r: Rendered, task: Task | None) -> 
     return _fenced(draft)
 
 
-def _expel_insight(sim: SimulatedLLM, r: Rendered, task: Task | None) -> str:
+def _expel_insight(sim: Simulator, r: Rendered, task: Task | None) -> str:
     assert task is not None
     before, after = r.fields["failed_action"], r.fields["successful_action"]
     lesson = _situation(sim, task, before, after)
     return f"INSIGHT: {lesson}\n{example_block(before, after)}"
 
 
-def _importance(sim: SimulatedLLM, r: Rendered, task: Task | None) -> str:
+def _importance(sim: Simulator, r: Rendered, task: Task | None) -> str:
     text = r.fields["observation"]
     if stated_contrasts(text):
         return "IMPORTANCE: 8"
     return "IMPORTANCE: 6" if any(not a.solved for a in parse_attempts(text)) else "IMPORTANCE: 2"
 
 
-def _reflect(sim: SimulatedLLM, r: Rendered, task: Task | None) -> str:
+def _reflect(sim: Simulator, r: Rendered, task: Task | None) -> str:
     pairs = stated_contrasts(r.fields["memories"])
     if not pairs or task is None:
         return "REFLECTION: Most recent tasks went through without a correction worth generalizing."
@@ -143,7 +151,7 @@ def _question_name(question: str) -> str:
     return "_".join(w.lower() for w in words) or "skill"
 
 
-def _voyager_skill(sim: SimulatedLLM, r: Rendered, task: Task | None) -> str:
+def _voyager_skill(sim: Simulator, r: Rendered, task: Task | None) -> str:
     assert task is not None
     f = r.fields
     attempts = parse_attempts(f["trajectory"])
@@ -157,7 +165,7 @@ def _voyager_skill(sim: SimulatedLLM, r: Rendered, task: Task | None) -> str:
     return f"NAME: {_question_name(question)}\nDESCRIPTION: {question}\nSTEPS: {steps}"
 
 
-def _memgpt_archive(sim: SimulatedLLM, r: Rendered, task: Task | None) -> str:
+def _memgpt_archive(sim: Simulator, r: Rendered, task: Task | None) -> str:
     assert task is not None
     attempts = parse_attempts(r.fields["trajectory"])
     question = " ".join(r.fields["question"].split())[:300]
@@ -169,7 +177,7 @@ def _memgpt_archive(sim: SimulatedLLM, r: Rendered, task: Task | None) -> str:
     return entry
 
 
-def _memgpt_search(sim: SimulatedLLM, r: Rendered, task: Task | None) -> str:
+def _memgpt_search(sim: Simulator, r: Rendered, task: Task | None) -> str:
     f = r.fields
     context = f["working_context"].strip()
     if not context or context == "(empty)" or "Previous attempt:" in f["state_text"]:
@@ -178,7 +186,7 @@ def _memgpt_search(sim: SimulatedLLM, r: Rendered, task: Task | None) -> str:
     return "SEARCH: none"
 
 
-def _strategy(sim: SimulatedLLM, task: Task, attempts: list[AttemptText], by_score: bool) -> str:
+def _strategy(sim: Simulator, task: Task, attempts: list[AttemptText], by_score: bool) -> str:
     success = any(a.solved for a in attempts)
     fix = correction(attempts, by_score=by_score)
     if fix is not None:
@@ -199,17 +207,17 @@ def _strategy(sim: SimulatedLLM, task: Task, attempts: list[AttemptText], by_sco
     )
 
 
-def _rb_extract(sim: SimulatedLLM, r: Rendered, task: Task | None) -> str:
+def _rb_extract(sim: Simulator, r: Rendered, task: Task | None) -> str:
     assert task is not None
     return _strategy(sim, task, parse_attempts(r.fields["trajectory"]), by_score=False)
 
 
-def _rb_verified(sim: SimulatedLLM, r: Rendered, task: Task | None) -> str:
+def _rb_verified(sim: Simulator, r: Rendered, task: Task | None) -> str:
     assert task is not None
     return _strategy(sim, task, parse_attempts(r.fields["trajectory"]), by_score=True)
 
 
-def _matts(sim: SimulatedLLM, r: Rendered, task: Task | None) -> str:
+def _matts(sim: Simulator, r: Rendered, task: Task | None) -> str:
     assert task is not None
     runs = [
         parse_attempts(block)

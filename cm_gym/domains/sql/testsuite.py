@@ -26,13 +26,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from cm_gym.domains.sql.compare import Result, compare
 from cm_gym.domains.sql.instances import InstanceCache
-
-if TYPE_CHECKING:
-    from cm_gym.domains.sql.evaluator import SQLEvaluator
 
 logger = logging.getLogger(__name__)
 
@@ -111,10 +108,27 @@ def boundary_probe(sql: str) -> tuple[str, int] | None:
     return sqlast.to_sql(copy), n
 
 
+class _ReferenceRun(Protocol):
+    @property
+    def result(self) -> Result | None: ...
+
+    @property
+    def ordered(self) -> bool: ...
+
+
+class QueryRunner(Protocol):
+    """What an `InstanceChecker` needs of its evaluator (`evaluator.SQLEvaluator`, which holds the
+    checker, so this module does not import it): a query's run and a reference's (cached) run."""
+
+    def run(self, path: str, sql: str) -> tuple[Result | None, str, str]: ...
+
+    def reference(self, path: str, sql: str) -> _ReferenceRun: ...
+
+
 class InstanceChecker:
     """Runs queries on the variants of a task's database through `evaluator`'s sandbox."""
 
-    def __init__(self, evaluator: SQLEvaluator, cache: InstanceCache) -> None:
+    def __init__(self, evaluator: QueryRunner, cache: InstanceCache) -> None:
         self.evaluator, self.cache = evaluator, cache
         self._defined: dict[tuple[str, str], tuple[Result, bool] | None] = {}
 

@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from cm_gym.agent import Cost
-from cm_gym.core.types import TRUNCATION, CmGymError, Outcome, Task, truncate
+from cm_gym.core.types import TRUNCATION, CmGymError, Task, truncate
 from cm_gym.llm.base import REVISE_WITH_GUIDANCE
 from cm_gym.memory.alternatives import prompt_fields
-from cm_gym.studies.mechanisms.context import DecisionContext, MechanismContext
+from cm_gym.studies.mechanisms.context import Choice, DecisionContext, MechanismContext  # Choice: here too
+from cm_gym.studies.mechanisms.episode import run_episodes as _run_episodes
 
 logger = logging.getLogger(__name__)
 
@@ -54,19 +55,6 @@ class Guidance:
 
     items: tuple[GuidanceItem, ...]
     retrieved: int = 0
-
-
-@dataclass(frozen=True)
-class Choice:
-    """A mechanism's decision: the `action` to execute, the ids of the memory the LLM saw
-    (`used`; empty = no memory use), whether retrieval was attempted and how many items it
-    returned, and — when the mechanism already checked `action` itself — its `outcome`."""
-
-    action: str
-    used: tuple[str, ...] = ()
-    retrieval_attempted: bool = False
-    n_retrieved: int = 0
-    outcome: Outcome | None = None
 
 
 def render_guidance(items: Sequence[GuidanceItem], limit: int = TRUNCATION["trajectory"]) -> tuple[str, int]:
@@ -142,9 +130,7 @@ class MemoryMechanism:
         progress: ProgressFn | None = None,
     ) -> list[dict[str, Any]]:
         """One frozen episode per task through the shared loop (`cm_gym.studies.mechanisms.episode`)."""
-        from cm_gym.studies.mechanisms.episode import run_episodes  # the loop imports this module
-
-        return run_episodes(self, ctx, tasks, score_drafts=score_drafts, progress=progress)
+        return _run_episodes(self, ctx, tasks, score_drafts=score_drafts, progress=progress)
 
     # -- persistence ------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""The contexts a memory mechanism builds and decides with (`MechanismContext`) and one decision of
-the shared loop (`DecisionContext`); `base.py` defines the mechanisms, `episode.py` the loop."""
+"""The contexts a memory mechanism builds and decides with (`MechanismContext`), one decision of
+the shared loop (`DecisionContext`) and a mechanism's answer to it (`Choice`); `base.py` defines
+the mechanisms, `episode.py` the loop (which both use these, and neither imports the other's types)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from cm_gym.agent import BaseAgent
-from cm_gym.core.types import AgentState, Evaluator, Task
+from cm_gym.core.types import AgentState, Evaluator, Outcome, Task
 from cm_gym.domains.base import Domain
 from cm_gym.llm.base import LLM
 from cm_gym.memory.embedding import Embedder
@@ -59,3 +60,16 @@ class DecisionContext:
     failures: int = 0
     tokens: int = 0
     max_decisions: int = 3
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A mechanism's decision: the `action` to execute, the ids of the memory the LLM saw
+    (`used`; empty = no memory use), whether retrieval was attempted and how many items it
+    returned, and — when the mechanism already checked `action` itself — its `outcome`."""
+
+    action: str
+    used: tuple[str, ...] = ()
+    retrieval_attempted: bool = False
+    n_retrieved: int = 0
+    outcome: Outcome | None = None

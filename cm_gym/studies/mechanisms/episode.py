@@ -19,19 +19,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from cm_gym.agent import Cost, Decision, reuse_label
 from cm_gym.core.types import Action, AgentState, Attempt, Task
 from cm_gym.envs import DEFAULT_REWARD_WEIGHTS
 from cm_gym.envs.metrics import EpisodeCounters
-from cm_gym.studies.mechanisms.context import DecisionContext, MechanismContext
-
-if TYPE_CHECKING:  # base calls this loop (MemoryMechanism.run_episodes); the type only
-    from cm_gym.studies.mechanisms.base import MemoryMechanism
+from cm_gym.studies.mechanisms.context import Choice, DecisionContext, MechanismContext
 
 #: Per-episode counters this loop adds to `EpisodeCounters` (the env runner adds the same keys).
 EXTRA_KEYS = ("retrieved_records", "memory_tokens", "memory_llm_calls", "verification_calls")
+
+
+class Mechanism(Protocol):
+    """What the loop needs of a memory mechanism (every `base.MemoryMechanism` is one; base calls
+    this loop in `MemoryMechanism.run_episodes`, so this module does not import it)."""
+
+    def begin_task(self, task: Task) -> None: ...
+
+    def decide(self, ctx: MechanismContext, d: DecisionContext, cost: Cost) -> Choice: ...
 
 
 @dataclass
@@ -44,7 +50,7 @@ class TaskRun:
 
 
 def run_task(
-    mechanism: MemoryMechanism | None,
+    mechanism: Mechanism | None,
     ctx: MechanismContext,
     task: Task,
     *,
@@ -130,7 +136,7 @@ def run_task(
 
 
 def run_episodes(
-    mechanism: MemoryMechanism | None,
+    mechanism: Mechanism | None,
     ctx: MechanismContext,
     tasks: Sequence[Task],
     *,
