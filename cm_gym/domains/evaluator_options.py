@@ -19,7 +19,10 @@ here. The rules, in order:
   or machine (it cannot be compared, so it counts as weakening), by a bool switched away from its
   default (``isolated=false``, ``partial_credit=true``), by a string outside the option's safe
   values (``isolation=none``), or by a null that replaces a value. Weakening options are refused
-  unless the caller allows them (``--unsafe-evaluator-options``), and then recorded in the results.
+  unless the caller allows them (``--unsafe-evaluator-options``), and then recorded in the results;
+- options that only add checks (`STRENGTHENING`: SQL's ``instances``, ``verdict_on_instances``)
+  and labels (`LABELS`: ``instance_seed``) are type- and range-checked but never weakening; a
+  default of 0 ("off") scales the absurd-value check as 1.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ from cm_gym.core.types import CmGymError
 ABSURD_FACTOR = 1000
 #: numeric options where a *smaller* value is the weaker check (fewer digits compared)
 LOWER_IS_WEAKER = frozenset({"digits"})
+#: options that add checks (SQL's database variants and verdicts on them): a value away from the
+#: default never weakens a guard, it only costs more (the range checks still apply)
+STRENGTHENING = frozenset({"instances", "verdict_on_instances"})
+#: integer options that name rather than bound (a seed): any non-negative integer, never weakening
+LABELS = frozenset({"instance_seed"})
 #: string options → the values that keep every guard (None: any value the evaluator accepts)
 SAFE_STRINGS: Mapping[str, frozenset[str] | None] = {
     "isolation": frozenset({"auto", "worker"}),
@@ -113,7 +121,7 @@ def _check_number(name: str, value: Any, default: Any) -> str | None:
         raise EvaluatorOptionError(f"{name} must be positive, got {value!r}")
     if default is None:
         return f"{name}={value!r} replaces a default derived per task or machine (cannot be compared)"
-    if value > ABSURD_FACTOR * default:
+    if value > ABSURD_FACTOR * (default or 1):  # a default of 0 is "off": scale 1
         raise EvaluatorOptionError(
             f"{name}={value!r} is more than {ABSURD_FACTOR} times its default {default!r}: refused"
         )
@@ -126,6 +134,18 @@ def _check_one(name: str, value: Any, default: Any) -> str | None:
     """Type and range of one option; the line saying how it weakens a guard, or None."""
     if isinstance(value, (list, dict)):
         raise EvaluatorOptionError(f"{name} must be a single value, got {_kind(value)}")
+    if name in LABELS:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise EvaluatorOptionError(f"{name} must be a non-negative integer, got {value!r}")
+        return None
+    if name in STRENGTHENING and value is not None:
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise EvaluatorOptionError(f"{name} must be true or false, got {_kind(value)} ({value!r})")
+            return None
+        if value != default:
+            _check_number(name, value, default)  # type and range; more checks are never weaker
+        return None
     if value is None:
         return None if default is None else f"{name}=null drops its default {default!r}"
     if isinstance(default, bool):

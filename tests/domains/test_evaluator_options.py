@@ -33,6 +33,12 @@ INVALID = [
     ("SAT", "conflict_budget=100000000000"),  # > 1000 x its default
     ("SAT", "isolated=0"),
     ("SQL", "no_such_option=1"),
+    ("SQL", "instances=-1"),  # more variants only strengthen, but the range still holds
+    ("SQL", "instances=5000"),  # default 0 ("off") scales the absurd check as 1
+    ("SQL", "instances=2.5"),
+    ("SQL", "instance_seed=-1"),
+    ("SQL", "verdict_on_instances=1"),
+    ("SQL", "verdict_on_instances=true"),  # needs instances > 0: the evaluator refuses it
 ]
 #: (benchmark, option): weakens a guard (refused unless --unsafe-evaluator-options)
 WEAKENING = [
@@ -56,6 +62,8 @@ SAFE = [
     ("SAT", "conflict_budget=7", {"conflict_budget": 7}),
     ("SAT", "isolated=true", {"isolated": True}),
     ("SMT", "rlimit=100000", {"rlimit": 100000}),
+    ("SQL", "instances=10", {"instances": 10}),  # checks on more database variants: stronger
+    ("SQL", "instance_seed=7", {"instance_seed": 7}),
 ]
 
 

@@ -148,7 +148,7 @@ def test_experiments_take_the_option_by_name() -> None:
     from cm_gym.cli.experiment import parse_evaluator_options
 
     options = parse_evaluator_options(["instances=10", "verdict_on_instances=true"], ["SQL"])
-    assert options == {"instances": 10, "verdict_on_instances": True}
+    assert options == ({"instances": 10, "verdict_on_instances": True}, ())  # none weakens a guard
 
 
 def test_instance_confirmation_reaches_through_wrappers() -> None:
