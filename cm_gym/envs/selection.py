@@ -249,7 +249,7 @@ class MemorySelectionEnv(
                 f"reuse_label_rule must be one of {REUSE_LABEL_RULES}, got {reuse_label_rule!r}"
             )
         self.reuse_label_rule = reuse_label_rule
-        self.counterfactuals = bool(counterfactuals)
+        self.counterfactuals_in_info = bool(counterfactuals)  # the method `counterfactuals()` keeps its name
         self._cf_cache: dict[tuple[Any, ...], tuple[Any, Any]] = {}
         if obs_layout not in F.OBS_LAYOUTS:
             raise EnvConfigError(f"obs_layout must be one of {F.OBS_LAYOUTS}, got {obs_layout!r}")
@@ -368,7 +368,7 @@ class MemorySelectionEnv(
     def _step(self, a: int, invalid: bool) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         assert self._state is not None
         retrieved, draft, before = self._retrieved, self._draft, self._state
-        counterfactual = self.counterfactual_table() if self.counterfactuals else None
+        counterfactual = self.counterfactual_table() if self.counterfactuals_in_info else None
         records = [retrieved[j - 1].record for j in F.action_slots(a, self.action_space_name)]
         views = [record_view(r, show_condition=self.use_conditions) for r in records]
         previous_score = self._state.last_score if self._state.attempts else None

@@ -38,13 +38,15 @@ def test_a_split_that_leaves_a_side_empty_is_one_protocol_error(tmp_path: Path) 
 
 
 def test_evaluation_needs_only_eval_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import cm_gym.protocol.stores as stores
     from cm_gym.core.types import Split
+    from cm_gym.domains.registry import BenchmarkSpec
 
     monkeypatch.setattr(  # every task on the build side: a filter that leaves no eval task
-        stores,
+        BenchmarkSpec,
         "make_split",
-        lambda tasks, **_: Split(build=tuple(t.task_id for t in tasks), train=(), validation=(), eval=()),
+        lambda self, tasks, **_: Split(
+            build=tuple(t.task_id for t in tasks), train=(), validation=(), eval=()
+        ),
     )
     cfg = ProtocolConfig(benchmark=_one_task_benchmark(), out_dir=tmp_path, store=tmp_path / "s.sqlite")
     with pytest.raises(ProtocolError, match="no eval tasks for EmptySideToy"):
