@@ -24,11 +24,12 @@ COLUMNS = (
 #: The first-decision score, shown beside the (budget) score wherever results carry it: how much
 #: of a score the first decision earns and how much the later decisions add.
 FIRST_DECISION = ("First decision", "first_decision_score", "{:.1f}")
-#: Short headers used when the full ones do not fit the width (explained under the table).
+#: Short headers used when the full ones do not fit the width (explained under the table). None
+#: ends in "/s": calls and failures are per solved task, and "Calls/s" reads as calls per second.
 SHORT = {
     "Tokens (M)": "Tok(M)",
-    "Calls/solved": "Calls/s",
-    "Fails/solved": "Fails/s",
+    "Calls/solved": "Calls/sol",
+    "Fails/solved": "Fails/sol",
     "Coverage": "Cover",
     "Harmful use": "Harm",
     "Worse than draft": "Worse",
