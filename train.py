@@ -7,11 +7,13 @@ build verified counterfactual memory on T_build and freeze it, then train one ma
 for `total_decisions` decisions, keeping the checkpoint with the best validation return. An
 existing ``training.json`` in --out-dir is refused unless --overwrite.
 
-TensorBoard logs go to ``<out_dir>/tensorboard/seed<N>_1`` (a rerun of a seed replaces its run):
+TensorBoard logs go to ``<out_dir>/tensorboard/<layout>/seed<N>_1`` (a rerun of a seed replaces
+its run); open them with ``tensorboard --logdir runs/SQL/tensorboard``. Every key and what it
+means: docs/tensorboard.md. In short:
 
 - ``charts/``: episodic_return, solved, episode_decisions (training episodes, averaged between
   dumps), validation_return and validation_solved (one point per checkpoint, every one of them);
-- ``memory/``: selected_uses, harmful_uses, coverage; ``llm/``: tokens_per_task,
+- ``memory/``: selected_uses, helpful_uses, harmful_uses, coverage; ``llm/``: tokens_per_task,
   evaluator_calls_per_task;
 - SB3's own: ``train/loss``, ``train/learning_rate``, ``rollout/exploration_rate``,
   ``rollout/ep_rew_mean``, ``rollout/ep_len_mean``, ``time/fps``.
@@ -33,6 +35,7 @@ TENSORBOARD_TAGS = (
     "charts/validation_return",
     "charts/validation_solved",
     "memory/selected_uses",
+    "memory/helpful_uses",
     "memory/harmful_uses",
     "memory/coverage",
     "llm/tokens_per_task",

@@ -13,9 +13,9 @@ from cm_gym.protocol.training import DecisionProgress  # a progress bar (lines w
 
 torch.set_num_threads(1)  # a (64, 64) MLP: extra threads only wait on small machines
 env = gym.make("cm_gym/SQL-v0")  # the default frozen store, training tasks, simulated LLM
-model = MaskedDQN("MlpPolicy", env, seed=0)
+model = MaskedDQN("MlpPolicy", env, seed=0, tensorboard_log="runs/sb3-tutorial/tensorboard")
 model.learn(total_timesteps=2_000, callback=DecisionProgress())
-model.save("selector.zip")
+model.save("runs/sb3-tutorial/selector.zip")  # runs/ is where outputs go (and git ignores it)
 
 results = cm_gym.evaluate_policies({"my DQN": model}, baselines=("none", "top1", "random"))
 print(results_table(results))

@@ -140,7 +140,7 @@ def test_quick_default_store_is_a_separate_smaller_file(
     monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path))
     monkeypatch.setenv("CM_GYM_PROGRESS", "0")
     monkeypatch.setenv("CM_GYM_QUICK", "1")
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO, logger="cm_gym.memory.defaults"):
         quick = default_snapshot("SQL")
     assert f"from {DEFAULT_STORE_N_BUILD} tasks" in caplog.text
     assert default_snapshot("SQL", n_build=DEFAULT_STORE_N_BUILD) == quick  # the same settings, the same file

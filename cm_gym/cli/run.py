@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cm_gym.cli._args import add_dataclass_args, add_output_options, dataclass_from_args
-from cm_gym.core.progress import progress_bar
+from cm_gym.core.progress import PhaseBar
 from cm_gym.core.quick import protocol_overrides, say
 from cm_gym.protocol import ProtocolConfig, run_protocol
 from cm_gym.protocol.outputs import claim_out_dir
@@ -53,32 +53,6 @@ def config_from(args: argparse.Namespace) -> ProtocolConfig:
     if getattr(args, "out_dir", None) is None:
         cfg.out_dir = Path("runs") / cfg.benchmark
     return cfg
-
-
-class PhaseBar:
-    """A progress bar per protocol phase (build tasks, selector seeds, evaluation); called as
-    ``bar(phase, done, total)``. On a terminal a tqdm bar, piped a line per tenth of the phase
-    (so one line per selector seed), via `cm_gym.core.progress.progress_bar`."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled, self.bar, self.phase = enabled, None, ""
-
-    def __call__(self, phase: str, i: int, n: int) -> None:
-        if not self.enabled:
-            return
-        if phase != self.phase:
-            self.close()
-            unit = "task" if phase == "build" else "seed" if phase == "train" else "run"
-            steps = n if phase == "train" else 10  # piped: one line per selector seed
-            self.phase, self.bar = phase, progress_bar(n, phase, unit, steps=steps, min_interval=0.0)
-        if self.bar is not None:
-            self.bar.n = min(i, n)  # i = units done so far
-            self.bar.refresh()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
 
 
 def with_bars(work: Callable[..., R], cfg: Any) -> R:

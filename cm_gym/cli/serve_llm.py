@@ -23,7 +23,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "serve-llm",
         help="serve the simulated LLM on an OpenAI-compatible HTTP endpoint",
         description="Serve the simulated LLM (a simulator of a frozen LLM, not a language model) at "
-        "/v1/chat/completions and /v1/models. Prompts must be rendered by cm_gym templates.",
+        "/v1/chat/completions and /v1/models. It answers only prompts rendered by cm_gym's templates "
+        "(cm_gym's own clients send them); any other chat request, e.g. from a generic chat client, "
+        "gets HTTP 400. --model / --gguf serve a real model, which answers any chat messages.",
     )
     p.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
     p.add_argument("--port", type=int, default=8000, help="port (0 = any free port)")

@@ -6,7 +6,9 @@ when its stream is a terminal; otherwise a `LineProgress` that prints a start li
 when another tenth of the work is done (at most one per second, at least one per `LINE_EVERY_S`
 while work advances) and a final line with the elapsed time. ``CM_GYM_PROGRESS=0`` silences both.
 
-`cm_gym.protocol.training.DecisionProgress` is the same for SB3's ``learn`` (a callback counting decisions).
+`cm_gym.protocol.training.DecisionProgress` is the same for SB3's ``learn`` (a callback counting
+decisions), and `PhaseBar` one bar per phase of a protocol run (build, train, evaluate): the
+commands and `cm_gym.evaluate_policies` show it.
 """
 
 from __future__ import annotations
@@ -155,3 +157,29 @@ def progress_bar(
         steps=steps,
         min_interval=min_interval,
     )
+
+
+class PhaseBar:
+    """A progress bar per protocol phase (build tasks, selector seeds, evaluation); called as
+    ``bar(phase, done, total)``. On a terminal a tqdm bar, piped a line per tenth of the phase
+    (so one line per selector seed), via `progress_bar`."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled, self.bar, self.phase = enabled, None, ""
+
+    def __call__(self, phase: str, i: int, n: int) -> None:
+        if not self.enabled:
+            return
+        if phase != self.phase:
+            self.close()
+            unit = "task" if phase == "build" else "seed" if phase == "train" else "run"
+            steps = n if phase == "train" else 10  # piped: one line per selector seed
+            self.phase, self.bar = phase, progress_bar(n, phase, unit, steps=steps, min_interval=0.0)
+        if self.bar is not None:
+            self.bar.n = min(i, n)  # i = units done so far
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None

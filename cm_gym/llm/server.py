@@ -227,7 +227,7 @@ class LLMServer:
             try:
                 call = (self.llm.complete, *parse_rendered(request["messages"]))
             except PromptError as exc:
-                raise HTTPError(HTTPStatus.BAD_REQUEST, f"messages are not a cm_gym prompt: {exc}") from None
+                raise HTTPError(HTTPStatus.BAD_REQUEST, NOT_A_CM_GYM_PROMPT.format(exc)) from None
         try:
             completion = await loop.run_in_executor(self._pool, *call)
         except CmGymError as exc:
@@ -261,6 +261,14 @@ class LLMServer:
                 "total_tokens": completion.total_tokens,
             },
         }
+
+
+#: The 400 a generic chat client gets from a server over the simulated (or a cached) LLM.
+NOT_A_CM_GYM_PROMPT = (
+    "messages are not a cm_gym prompt: {}. This server answers only prompts rendered by cm_gym's "
+    "templates (cm_gym's own OpenAI client sends them); it is not a general chat model. For any chat "
+    "messages, serve a real model (cm-gym serve-llm --model smollm2-135m or --gguf FILE, or vLLM)."
+)
 
 
 def _chat_messages(messages: list[Any]) -> list[dict[str, str]]:

@@ -92,6 +92,18 @@ def _progress_bar(benchmark: str, total: int) -> Any:
     return progress_bar(total, f"default {benchmark} store", "task", file=sys.stderr)
 
 
+def _announce(message: str) -> None:
+    """An ordinary first build's start and end: INFO, not WARNING (nothing is wrong). Shown on
+    stderr beside its progress bar unless ``CM_GYM_PROGRESS=0`` — as a plain line where logging
+    would hide INFO (a bare ``gym.make``, a command without ``-v``), through logging where it shows
+    INFO (never twice). Real problems (an unusable cached store, too few records) stay WARNINGs."""
+    from cm_gym.core.progress import progress_enabled
+
+    logger.info(message)
+    if progress_enabled() and not logger.isEnabledFor(logging.INFO):
+        print(message, file=sys.stderr, flush=True)
+
+
 def warn_if_nearly_empty(what: str, n_records: int, n_tasks: int) -> str | None:
     """Log (WARNING) and return a one-line warning when a built store holds fewer than
     `MIN_USEFUL_RECORDS` records; None otherwise."""
@@ -212,11 +224,9 @@ def _build(
 
     name = spec.name
     work = target.with_name(f".{target.stem}.building.sqlite")
-    logger.warning(
-        "building the default %s store from %d tasks (once; cached as %s, set CM_GYM_CACHE to move it)",
-        name,
-        len(build_tasks),
-        target,
+    _announce(
+        f"building the default {name} store from {len(build_tasks)} tasks (once; cached as {target}, "
+        "set CM_GYM_CACHE to move it)"
     )
     started = time.perf_counter()
     bar = _progress_bar(name, len(build_tasks))
@@ -249,7 +259,5 @@ def _build(
     for suffix in ("", "-wal", "-shm"):
         Path(str(work) + suffix).unlink(missing_ok=True)
     work.with_name(f".{work.name}.lock").unlink(missing_ok=True)
-    logger.warning(
-        "default %s store ready: %d records in %.0f s", name, n_records, time.perf_counter() - started
-    )
+    _announce(f"default {name} store ready: {n_records} records in {time.perf_counter() - started:.0f} s")
     warn_if_nearly_empty(f"the default {name} store", n_records, len(build_tasks))

@@ -24,6 +24,18 @@ logger = logging.getLogger(__name__)
 
 Checkpoints = Mapping[int, str] | Mapping[str, Mapping[int, str]]
 
+#: Why `run_protocol` trains no selector on a store without records, and what CF Memory then is.
+EMPTY_STORE_REASON = (
+    "the store holds 0 records: at every decision every action but skip is masked, so every policy "
+    "equals None; no selector was trained, and CF Memory was evaluated as always-skip (what any "
+    "trained selector does there)"
+)
+
+
+def store_is_empty(snapshot: Any) -> bool:
+    """True when the frozen snapshot holds no record (nothing for a selector to choose)."""
+    return len(snapshot) == 0
+
 
 def checkpoints_by_layout(checkpoints: Checkpoints) -> dict[str, dict[int, str]]:
     """``{seed: path}`` (paper layout) or ``{layout: {seed: path}}`` → ``{layout: {seed: path}}``."""
@@ -111,7 +123,14 @@ def evaluate_policies(
     learned: dict[str, list[dict[str, Any]]] = {}  # training records of the learned selectors
     episodes_of: dict[str, dict[int, list[dict[str, Any]]]] = {}
     shared = ("none", "top1", "oracle")  # deterministic: one run serves every seed
-    runs = sum(1 if name in shared else len(cfg.seeds) for _, name, _ in names)
+    empty = store_is_empty(snapshot)
+
+    def untrained_on(name: str, layout: str) -> bool:  # CF Memory on an empty store, no selector given
+        return _untrained(cfg, name, empty) and not by_layout.get(layout)
+
+    runs = sum(
+        1 if name in shared or untrained_on(name, layout) else len(cfg.seeds) for _, name, layout in names
+    )
     done = 0
     for key, name, layout in names:
         if layout not in envs:
@@ -119,13 +138,18 @@ def evaluate_policies(
                 cfg, snapshot, prepared.split.eval, llm, task_order="sequential", obs_layout=layout
             )
         env, ckpts = envs[layout], by_layout.get(layout, {})
+        untrained = untrained_on(name, layout)
         replies_before = reply_counts(llm)
         per_seed: dict[int, list[dict[str, Any]]] = {}
         for seed in cfg.seeds:
-            if name in shared and per_seed:
+            if (name in shared or untrained) and per_seed:
                 per_seed[seed] = next(iter(per_seed.values()))
                 continue
-            if name in LEARNED_POLICIES and name not in cfg.custom_policies:
+            if untrained:  # an empty store: skip is the only valid action, whatever a selector learns
+                from cm_gym.agents.baselines import AlwaysSkip
+
+                policy = AlwaysSkip()
+            elif name in LEARNED_POLICIES and name not in cfg.custom_policies:
                 from cm_gym.protocol.zoo import fit_learned
 
                 policy, record = fit_learned(cfg, snapshot, prepared, llm, name, env, seed)
@@ -151,6 +175,8 @@ def evaluate_policies(
         }
         if key in learned:
             results[key]["training"] = learned[key]
+        if untrained:
+            results[key]["untrained_reason"] = EMPTY_STORE_REASON
         replies = delta(reply_counts(llm), replies_before)
         if replies is not None:  # the LLM marks its replies real / simulated (recorded:<system>)
             results[key]["replies"] = replies
@@ -169,6 +195,11 @@ def evaluate_policies(
         env.close()
     prefetch.close()
     return results
+
+
+def _untrained(cfg: ProtocolConfig, name: str, empty_store: bool) -> bool:
+    """CF Memory on an empty store, where `run_protocol` trains no selector (`EMPTY_STORE_REASON`)."""
+    return empty_store and name == "cf_memory" and name not in cfg.custom_policies
 
 
 class _EpisodePrefetch:

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core.progress import PhaseBar
 from cm_gym.core.quick import PROTOCOL_SIZES, quick_mode, say
 from cm_gym.protocol.config import KNOWN_POLICIES, ProtocolConfig, ProtocolError
 from cm_gym.protocol.custom import ON_MASKED, instantiate_policy, load_policy, report_masked
@@ -48,7 +49,8 @@ def evaluate_policies(
     snapshot (default: the benchmark's default store); `env_kwargs` go to the env (``k``,
     ``max_decisions``, ``agent``, ...). Returns the results dict (``results["policies"][name]``);
     `cm_gym.protocol.report.results_table(results)` prints it. With `out_dir`, ``results.json`` is written
-    there."""
+    there. Progress goes to stderr as `cm-gym evaluate` shows it (a bar on a terminal, a line per
+    tenth of the policy × seed runs otherwise); ``progress=False`` or ``CM_GYM_PROGRESS=0`` hides it."""
     if on_masked not in ON_MASKED:
         raise ProtocolError(f"on_masked must be one of {ON_MASKED}, got {on_masked!r}")
     clash = sorted(set(policies) & set(KNOWN_POLICIES))
@@ -83,4 +85,8 @@ def evaluate_policies(
         env_kwargs=env_kwargs,
         **protocol_kw,
     )
-    return evaluate_all(cfg, {}, write=out_dir is not None)
+    bar = PhaseBar(cfg.progress)  # "evaluate: 3/8 run (38%), 0:41 elapsed, ~1:08 left" on stderr
+    try:
+        return evaluate_all(cfg, {}, write=out_dir is not None, progress=bar)
+    finally:
+        bar.close()

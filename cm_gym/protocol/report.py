@@ -24,11 +24,12 @@ COLUMNS = (
 #: The first-decision score, shown beside the (budget) score wherever results carry it: how much
 #: of a score the first decision earns and how much the later decisions add.
 FIRST_DECISION = ("First decision", "first_decision_score", "{:.1f}")
-#: Short headers used when the full ones do not fit the width (explained under the table).
+#: Short headers used when the full ones do not fit the width (explained under the table). None
+#: ends in "/s": calls and failures are per solved task, and "Calls/s" reads as calls per second.
 SHORT = {
     "Tokens (M)": "Tok(M)",
-    "Calls/solved": "Calls/s",
-    "Fails/solved": "Fails/s",
+    "Calls/solved": "Calls/sol",
+    "Fails/solved": "Fails/sol",
     "Coverage": "Cover",
     "Harmful use": "Harm",
     "Worse than draft": "Worse",
@@ -111,16 +112,44 @@ def _warnings(results: Mapping[str, Any]) -> list[str]:
     ]
 
 
+#: The one line a table of a run on an empty store starts with (instead of identical rows and
+#: ``+0.0 [+0.0, +0.0]`` CIs): results.json still holds every policy.
+EMPTY_STORE_LINE = "The store holds 0 records: every policy equals None{} (None shown alone)."
+SKIPPED_TRAINING = " and no selector was trained"
+
+
+def _empty_store_line(results: Mapping[str, Any]) -> str:
+    return EMPTY_STORE_LINE.format(SKIPPED_TRAINING if results.get("training_skipped_reason") else "")
+
+
+def _empty_store(results: Mapping[str, Any]) -> bool:
+    return (results.get("snapshot") or {}).get("records") == 0
+
+
+def _none_only(results: Mapping[str, Any]) -> dict[str, Any]:
+    """`results` with the None row alone (every row when there is none), without paired CIs."""
+    policies = results["policies"]
+    kept = {k: v for k, v in policies.items() if k == "none"} or dict(policies)
+    drop = {key for key, _ in CI_KINDS}
+    return {
+        **results,
+        "policies": {k: {f: x for f, x in v.items() if f not in drop} for k, v in kept.items()},
+    }
+
+
 def results_table(results: Mapping[str, Any], fmt: str = "text", width: int = WIDTH) -> str:
     """The results as text (every line ≤ `width`), a Markdown table or JSON. Rates keep their own
     denominators: calls and failures per solved task, coverage per retrieval opportunity, harmful
     use per selected record use."""
     if fmt == "json":
         return json.dumps(results_json(results), indent=2)
-    if fmt == "markdown":
-        return markdown_table(results)
-    if fmt != "text":
+    if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    empty = _empty_store(results)
+    if empty:
+        results = _none_only(results)
+    if fmt == "markdown":
+        return (_empty_store_line(results) + "\n\n" if empty else "") + markdown_table(results)
     attempts = [("all", False, None), ("score", False, None), ("score", True, None)]
     attempts += [("score", True, n) for n in (24, 20, 16, 12)]
     for std, short, label_width in attempts:
@@ -135,7 +164,8 @@ def results_table(results: Mapping[str, Any], fmt: str = "text", width: int = WI
             + "."
         )
     notes = [textwrap.fill(foot, width)] + [textwrap.fill(w, width) for w in _warnings(results)]
-    return "\n".join([*lines, "", *notes, *ci_table(results, width)])
+    head = [*textwrap.wrap(_empty_store_line(results), width), ""] if empty else []
+    return "\n".join([*head, *lines, "", *notes, *ci_table(results, width)])
 
 
 def _ci(c: Mapping[str, Any] | None) -> str:

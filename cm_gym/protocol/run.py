@@ -11,7 +11,13 @@ from typing import Any
 
 from cm_gym.llm.replies import delta, reply_counts
 from cm_gym.protocol.config import ProtocolConfig, ProtocolError, config_json, jsonable
-from cm_gym.protocol.evaluate import Checkpoints, checkpoints_by_layout, evaluate_policies
+from cm_gym.protocol.evaluate import (
+    EMPTY_STORE_REASON,
+    Checkpoints,
+    checkpoints_by_layout,
+    evaluate_policies,
+    store_is_empty,
+)
 from cm_gym.protocol.provenance import provenance
 from cm_gym.protocol.selector import train_layouts
 from cm_gym.protocol.stores import (
@@ -42,7 +48,10 @@ def run_protocol(
     cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | None = None
 ) -> dict[str, Any]:
     """Build (or reuse) and freeze memory, train one selector per seed, evaluate all policies, and
-    write ``results.json`` into `cfg.out_dir`. Returns the results dict. With `cfg.split_seeds`,
+    write ``results.json`` into `cfg.out_dir`. Returns the results dict. On a store that holds no
+    record no selector is trained (every policy equals None there): ``training`` is empty,
+    ``training_skipped_reason`` says why, and each CF Memory row is always-skip with
+    ``untrained_reason``. With `cfg.split_seeds`,
     all of it once per split seed, pooled (`cm_gym.protocol.rotation`)."""
     if cfg.split_seeds:
         from cm_gym.protocol.rotation import run_rotated
@@ -61,7 +70,10 @@ def run_protocol(
     phases = [("build", reply_counts(llm))]
     training: list[dict[str, Any]] = []
     checkpoints: dict[str, dict[int, str]] = {}
-    if "cf_memory" in cfg.policies and "cf_memory" not in cfg.custom_policies:
+    skipped = trains and store_is_empty(snapshot)
+    if skipped:  # nothing to select from: no selector is trained (EMPTY_STORE_REASON)
+        checkpoints = {layout: {} for layout in cfg.obs_layouts}
+    elif trains:
         training = train_layouts(cfg, snapshot, prepared, llm, progress)
         for record in training:
             checkpoints.setdefault(record["layout"], {})[record["seed"]] = record["best_checkpoint"]
@@ -88,6 +100,8 @@ def run_protocol(
         "llm": with_replies(llm_stats(llm), llm, phases),
         "provenance": provenance(prepared.split, prepared.tasks),
     }
+    if skipped:
+        results["training_skipped_reason"] = EMPTY_STORE_REASON
     recorded = recorded_summary(cfg, prepared, llm)
     if recorded is not None:
         results["recorded"] = recorded

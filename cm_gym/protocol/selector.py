@@ -12,6 +12,13 @@ from cm_gym.protocol.config import ProtocolConfig
 from cm_gym.protocol.stores import Prepared, make_env
 
 
+def tensorboard_run(out_dir: Path, layout: str, seed: int) -> tuple[str, str]:
+    """Where a selector's TensorBoard logs go: one folder per observation layout, one run per seed
+    (SB3 appends ``_1``), so TensorBoard lists ``paper/seed0_1``, ``extended/seed0_1``, ... and
+    ``--logdir <out_dir>/tensorboard/<layout>`` opens one layout alone (docs/tensorboard.md)."""
+    return str(out_dir / "tensorboard" / layout), f"seed{seed}"
+
+
 def train_selector(
     cfg: ProtocolConfig, snapshot: Any, prepared: Prepared, seed: int, llm: Any = None, layout: str = "paper"
 ) -> dict[str, Any]:
@@ -37,11 +44,13 @@ def train_selector(
     val_env = make_env(cfg, snapshot, val, llm, obs_layout=layout)
     run_name = f"seed{seed}" if layout == "paper" else f"{layout}-seed{seed}"
     seed_dir = Path(cfg.out_dir) / "selector" / run_name
-    tb = str(Path(cfg.out_dir) / "tensorboard") if cfg.tensorboard else None
-    if tb is not None:  # a rerun of this seed replaces its logs instead of adding seedN_2
+    tb: str | None = None
+    tb_name = run_name
+    if cfg.tensorboard:  # a rerun of this seed replaces its logs instead of adding seedN_2
         from cm_gym.protocol.outputs import remove_tensorboard_runs
 
-        remove_tensorboard_runs(Path(tb), run_name)
+        tb, tb_name = tensorboard_run(Path(cfg.out_dir), layout, seed)
+        remove_tensorboard_runs(Path(tb), tb_name)
     model = MaskedDQN("MlpPolicy", env, seed=seed, tensorboard_log=tb, verbose=0)
     callback = CheckpointSelector(val_env, val, seed_dir, every=cfg.checkpoint_every)
     callbacks: list[Any] = [callback]
@@ -49,7 +58,7 @@ def train_selector(
         callbacks.append(DecisionProgress(f"train {run_name}", steps=4))
     started = time.perf_counter()
     model.learn(
-        total_timesteps=cfg.total_decisions, callback=callbacks, tb_log_name=run_name, progress_bar=False
+        total_timesteps=cfg.total_decisions, callback=callbacks, tb_log_name=tb_name, progress_bar=False
     )
     if callback.best_step < 0:  # shorter than one checkpoint interval: score the final policy
         callback.evaluate_checkpoint()

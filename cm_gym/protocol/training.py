@@ -3,7 +3,8 @@
 `run_episodes` plays a policy greedily over a fixed list of task ids (one episode each) and returns
 the SPEC §8 episode counters. `CheckpointSelector` is an SB3 callback that scores the policy on
 the selector-validation subset every `every` decisions and keeps the checkpoint with the highest
-mean return; it also writes the TensorBoard groups ``charts/``, ``memory/`` and ``llm/``.
+mean return; it also writes the TensorBoard groups ``charts/``, ``memory/`` and ``llm/``
+(every key with its meaning: docs/tensorboard.md).
 """
 
 from __future__ import annotations
@@ -138,6 +139,7 @@ class CheckpointSelector(BaseCallback):
         self.logger.record_mean("charts/solved", float(ep.solved))
         self.logger.record_mean("charts/episode_decisions", ep.decisions)
         self.logger.record_mean("memory/selected_uses", ep.selected_uses)
+        self.logger.record_mean("memory/helpful_uses", ep.helpful_uses)
         self.logger.record_mean("memory/harmful_uses", ep.harmful_uses)
         if ep.retrieval_opportunities:
             self.logger.record_mean("memory/coverage", ep.retrieval_with_records / ep.retrieval_opportunities)

@@ -105,6 +105,23 @@ def test_the_table_fits_100_columns_and_has_markdown_and_json_forms() -> None:
     ] == 1.234
 
 
+def test_short_headers_name_their_denominator_not_seconds() -> None:
+    """Shortened to fit, "Calls/solved" must not become "Calls/s" (read as calls per second)."""
+    from cm_gym.protocol.report import SHORT
+
+    results = _fake_results(["A rather long custom policy name from a user package"] * 2)
+    text = results_table(results)
+    header = text.splitlines()[0].split()
+    assert (
+        "Calls/sol" in header
+        and "Fails/sol" in header
+        and "Calls/sol = Calls/solved" in " ".join(text.split())
+    )
+    assert not [h for h in SHORT.values() if h.endswith("/s")]
+    data = json.loads(results_table(results, "json"))  # results.json / JSON keys are unchanged
+    assert data["rows"][0]["evaluator_calls_per_solved"]["header"] == "Calls/solved"
+
+
 def _tags(folder: Path) -> dict[str, list[int]]:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -126,12 +143,12 @@ def test_train_then_evaluate_with_training_seeds_custom_policy_and_outputs(
     record = json.loads((out / "training.json").read_text())
     assert record["provenance"]["splits"]["eval"]["tasks"] == 12
     tb = out / "tensorboard"
-    runs = ["extended-seed0_1", "extended-seed1_1", "seed0_1", "seed1_1"]  # one selector per layout
-    assert sorted(p.name for p in tb.iterdir()) == runs
+    runs = ["extended/seed0_1", "extended/seed1_1", "paper/seed0_1", "paper/seed1_1"]  # a folder per layout
+    assert sorted(p.relative_to(tb).as_posix() for p in tb.glob("*/*")) == runs
     sys.path.insert(0, str(REPO))
     from train import TENSORBOARD_TAGS  # the tags train.py's docstring names
 
-    for run in tb.iterdir():
+    for run in tb.glob("*/*"):
         tags = _tags(run)
         assert set(TENSORBOARD_TAGS) <= set(tags), sorted(set(TENSORBOARD_TAGS) - set(tags))
         assert tags["charts/validation_return"] == [60, 120]  # every validation point, the last one too
@@ -158,10 +175,13 @@ def test_train_then_evaluate_with_training_seeds_custom_policy_and_outputs(
     assert "--overwrite" in capsys.readouterr().err
     assert main(["evaluate", "--out-dir", str(out), "--seeds", "3", "--overwrite"]) == 2
     assert "no selector for seed(s) [3]" in capsys.readouterr().err
-    (tb / "seed0_1" / "stale").write_text("x")
+    (tb / "paper" / "seed0_1" / "stale").write_text("x")
     assert main(["train", *SMALL[:-7], "0", *SMALL[-5:], "--out-dir", str(out), "--overwrite"]) == 0
-    assert sorted(p.name for p in tb.iterdir()) == ["extended-seed0_1", "seed0_1"]
-    assert not (tb / "seed0_1" / "stale").exists()
+    assert sorted(p.relative_to(tb).as_posix() for p in tb.glob("*/*")) == [
+        "extended/seed0_1",
+        "paper/seed0_1",
+    ]
+    assert not (tb / "paper" / "seed0_1" / "stale").exists()
     assert not (out / "results.json").exists() and not (out / "selector" / "seed1").exists()
 
 

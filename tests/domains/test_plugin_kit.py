@@ -60,8 +60,7 @@ def test_example_plugin_installs_and_registers_through_its_entry_point(tmp_path:
         **os.environ,
         "PYTHONPATH": str(target),
         "CM_GYM_CACHE": str(tmp_path / "cache"),
-        "CM_GYM_STRICT_PLUGINS": "1",
-        "CM_GYM_PROGRESS": "0",
+        "CM_GYM_STRICT_PLUGINS": "1",  # progress on: the first build is announced on stderr (not a WARNING)
     }
     out = subprocess.run(
         [sys.executable, "-c", PLUGIN_RUN], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600

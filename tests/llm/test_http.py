@@ -108,6 +108,7 @@ def test_server_rejects_bad_requests_with_openai_errors(sim_server: LLMServer, t
         url, json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
     )
     assert status == 400 and "not a cm_gym prompt" in body["error"]["message"]
+    assert "answers only prompts rendered by cm_gym" in body["error"]["message"]  # a chat client learns why
     unknown = Task("nope-1", "llmtoy", "q", "e", "SELECT 1")
     messages = render_messages(DRAFT_ACTION, {"task": unknown})
     status, body = _post(url, json.dumps({"model": "m", "messages": messages}).encode())

@@ -67,11 +67,12 @@ def test_the_key_covers_task_content_and_domain_version(
     monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path))  # a fresh cache: the first call builds
     from cm_gym.domains import registry
 
-    with caplog.at_level(logging.WARNING, logger="cm_gym.memory.defaults"):
+    with caplog.at_level(logging.INFO, logger="cm_gym.memory.defaults"):
         base = default_snapshot(memtoy_benchmark, n_build=4)
-    assert any("building the default MEMTOY store" in r.getMessage() for r in caplog.records)
+    building = [r for r in caplog.records if "building the default MEMTOY store" in r.getMessage()]
+    assert building and all(r.levelno == logging.INFO for r in building)  # an ordinary build is no warning
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="cm_gym.memory.defaults"):
+    with caplog.at_level(logging.INFO, logger="cm_gym.memory.defaults"):
         assert default_snapshot(memtoy_benchmark, n_build=4) == base
     assert not caplog.records  # reuse is silent
 
@@ -108,3 +109,26 @@ def test_a_benchmarks_default_n_build_caps_the_default_store(memtoy_benchmark: s
         assert len(FrozenStore.open(default_snapshot(memtoy_benchmark, n_build=5)).processed_task_ids) == 5
     finally:
         registry._BENCHMARKS[memtoy_benchmark] = spec
+
+
+def test_an_ordinary_first_build_is_announced_not_warned(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """`check-domain` and a bare `gym.make` show the first build as a plain line beside its progress
+    bar (issue 36: it was a WARNING); through logging instead when INFO is shown, never twice."""
+    import logging
+
+    from cm_gym.memory.defaults import _announce
+
+    monkeypatch.setenv("CM_GYM_PROGRESS", "1")
+    caplog.set_level(logging.WARNING, logger="cm_gym.memory.defaults")
+    _announce("building the default X store")
+    assert capsys.readouterr().err == "building the default X store\n"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    caplog.set_level(logging.INFO, logger="cm_gym.memory.defaults")
+    _announce("ready")
+    assert capsys.readouterr().err == "" and [r.levelno for r in caplog.records] == [logging.INFO]
+    caplog.set_level(logging.WARNING, logger="cm_gym.memory.defaults")
+    monkeypatch.setenv("CM_GYM_PROGRESS", "0")
+    _announce("quiet")
+    assert capsys.readouterr().err == ""

@@ -80,3 +80,20 @@ def test_a_policy_returning_floats_is_refused_by_the_env() -> None:
 
     with pytest.raises(cm_gym.envs.InvalidActionError, match="not an integer"):
         cm_gym.evaluate_policies({"floaty": Floaty()}, benchmark=TOY_BENCHMARK)
+
+
+def test_evaluate_policies_reports_progress_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    """Minutes of evaluation are not silent: one ``evaluate`` phase counted in policy × seed runs
+    (as `cm-gym evaluate` shows it); ``progress=False`` hides it (issue 36)."""
+    from cm_gym.memory.defaults import default_snapshot
+
+    store = default_snapshot(TOY_BENCHMARK)
+    capsys.readouterr()
+    cm_gym.evaluate_policies({"mine": HighestSlot()}, benchmark=TOY_BENCHMARK, store=store, seeds=(0, 1))
+    err = capsys.readouterr().err
+    assert "evaluate: started (3 run)" in err  # none once (deterministic), mine once per seed
+    assert "evaluate: 3/3 run (100%)" in err
+    cm_gym.evaluate_policies(
+        {"mine": HighestSlot()}, benchmark=TOY_BENCHMARK, store=store, seeds=(0,), progress=False
+    )
+    assert "evaluate:" not in capsys.readouterr().err

@@ -274,6 +274,10 @@ def _num(v: float | None, fmt: str = "{:.2f}") -> str:
     return "—" if v is None or (isinstance(v, float) and np.isnan(v)) else fmt.format(v)
 
 
+#: The line under the scores that says what their ``place`` column is.
+PLACE_NOTE = "  place = (score - random) / (oracle - random): 0 = random, 1 = oracle, < 0 below random"
+
+
 def diagnose_table(result: dict[str, Any]) -> str:
     """The diagnosis as plain text: scores, head-room shares, slot shares and feature AUCs."""
     cfg, h = result["config"], result["headroom_eval"]
@@ -289,6 +293,8 @@ def diagnose_table(result: dict[str, Any]) -> str:
         extra = f"   place {_num(places.get(name))}" if places.get(name) is not None else ""
         lines.append(f"  {POLICY_NAMES.get(name, name):<24} {res['score']:6.1f}{extra}")
     lines.append(f"  oracle - random          {result['oracle_minus_random']:6.1f}")
+    if any(v is not None for v in places.values()):
+        lines.append(PLACE_NOTE)
     lines += [
         "",
         "decisions (held-out; every option checked on a fork)",
