@@ -78,9 +78,10 @@ def test_a_store_written_before_provenance_loads_as_unknown(tmp_path: Path) -> N
     assert (r.a_minus_provenance, r.a_plus_provenance) == ("unknown", "unknown")
     live = tmp_path / "v3.sqlite"
     _v3_store(live)
-    with RecordStore(live) as s:  # a writable open migrates 3 -> 4
-        assert s._conn.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION == 4
+    with RecordStore(live) as s:  # a writable open migrates 3 -> 4 -> 5
+        assert s._conn.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION == 5
         assert s.records[0].a_minus_provenance == "unknown"
+        assert s.records[0].transform == ""  # version 5: built before transforms were stored
 
 
 @pytest.mark.data
