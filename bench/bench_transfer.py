@@ -47,6 +47,7 @@ def generic_transfer(snapshot: str, system: str, eval_ids: list[str]) -> dict[st
     ev = sql.make_evaluator()
     out: dict[str, Any] = {"failures": 0, "right": 0, "covered": 0, "applicable": 0, "fixed": 0, "broken": 0}
     fixes: list[dict[str, str]] = []
+    broken_by: Counter[str] = Counter()
     for task_id in eval_ids:
         task = by_id[task_id]
         row = rows.get(sql.recording_key(task) or "", system)
@@ -61,6 +62,7 @@ def generic_transfer(snapshot: str, system: str, eval_ids: list[str]) -> dict[st
                 revised = sql.apply_transform(blind, draft, r.transform)
                 if revised and not ev.check(state, Action(revised)).solved:
                     out["broken"] += 1
+                    broken_by[r.contrast_key] += 1
                     break
             continue
         out["failures"] += 1
@@ -75,7 +77,7 @@ def generic_transfer(snapshot: str, system: str, eval_ids: list[str]) -> dict[st
             fixes.append({"task_id": task_id, "record": winner.record_id, "key": winner.contrast_key,
                           "from": winner.source_task_id})  # fmt: skip
     ev.close()
-    out["fixes"] = fixes
+    out["fixes"], out["broken_by"] = fixes, dict(broken_by)
     return out
 
 
