@@ -28,6 +28,7 @@ def test_the_mark_of_each_reply_kind_and_the_admission_rule() -> None:
     assert provenance_of("real:gpt-4-zero-shot", revision=True) == "real-revision"
     assert provenance_of("simulated", revision=True) == "simulated"
     assert provenance_of("", revision=False) == "unknown"
+    assert provenance_of("transform", revision=True) == "edit"  # a record's transform, no LLM
     assert provenance_of("", revision=False, unmarked=unmarked_provenance(SimulatedLLM())) == "simulated"
     # auto: a simulated a⁻ is refused when the draft was real, admitted on simulated drafts
     assert a_minus_refusal("auto", "simulated", "real") == A_MINUS_NOT_REAL
