@@ -22,14 +22,23 @@ logger = logging.getLogger(__name__)
 AGENT_KINDS = ("react", "reflexion")
 
 
+#: How a shown record revises the draft: "llm" (default: REVISE_WITH_RECORD, the LLM reads the
+#: record) or "transform" (the record's executable transform, `Domain.apply_transform`, no LLM).
+REVISE_MODES = ("llm", "transform")
+#: The provenance mark of an action made by a record's transform (`Decision.action_mark`).
+TRANSFORM_MARK = "transform"
+
+
 @dataclass(frozen=True)
 class RecordView:
-    """What the LLM may see of one record: its rendered text and its contrast."""
+    """What the LLM may see of one record: its rendered text and its contrast; `transform` is
+    the record's executable transform ("" when it has none), used only by ``revise="transform"``."""
 
     record_id: str
     rendered: str
     a_minus: str
     a_plus: str
+    transform: str = ""
 
 
 @dataclass
@@ -90,12 +99,24 @@ class Decision:
 
 class BaseAgent:
     """A frozen LLM driven as ReAct (act, read feedback, act again) or Reflexion (also writes a
-    reflection after each failure and keeps it in the state for later attempts)."""
+    reflection after each failure and keeps it in the state for later attempts).
 
-    def __init__(self, llm: LLM, domain: Domain, evaluator: Evaluator, kind: str = "react") -> None:
+    `revise` chooses how a shown record revises the draft (`REVISE_MODES`): "llm" (default) asks
+    the LLM (REVISE_WITH_RECORD); "transform" applies the record's stored transform
+    (`Domain.apply_transform`) with no LLM call and marks the action "transform". When a record
+    has no transform or its transform has no site in the draft, "transform" keeps the draft
+    unchanged (never falls back to the LLM: a transform revision costs no tokens, and the
+    decision shows that the record changed nothing)."""
+
+    def __init__(
+        self, llm: LLM, domain: Domain, evaluator: Evaluator, kind: str = "react", revise: str = "llm"
+    ) -> None:
         if kind not in AGENT_KINDS:
             raise ValueError(f"agent kind must be one of {AGENT_KINDS}, got {kind!r}")
+        if revise not in REVISE_MODES:
+            raise ValueError(f"revise must be one of {REVISE_MODES}, got {revise!r}")
         self.llm, self.domain, self.evaluator, self.kind = llm, domain, evaluator, kind
+        self.revise_mode = revise
         self._draft_mark: tuple[str, str] = ("", "")  # (last parsed draft, its reply's provenance)
         self._revision_mark = ""  # the provenance of the last revision's reply
 
@@ -129,8 +150,21 @@ class BaseAgent:
         ("" otherwise, or when the backend does not say)."""
         return self._draft_mark[1] if self._draft_mark[0] == draft else ""
 
+    def apply_transform(self, state: AgentState, draft: str, record: RecordView) -> str:
+        """``revise="transform"``: the record's transform applied to the draft (reference blanked),
+        or the draft unchanged when the record has none or it does not fit. No LLM call."""
+        self._revision_mark = TRANSFORM_MARK
+        if not record.transform:
+            return draft
+        task = dataclasses.replace(state.task, reference="")
+        revised = self.domain.apply_transform(task, draft, record.transform)
+        return revised if revised else draft
+
     def revise(self, state: AgentState, draft: str, record: RecordView, cost: Cost) -> str:
-        """REVISE_WITH_RECORD with exactly one record; the LLM may return the draft unchanged."""
+        """REVISE_WITH_RECORD with exactly one record; the LLM may return the draft unchanged.
+        With ``revise="transform"`` the record's transform instead (`apply_transform`)."""
+        if self.revise_mode == "transform":
+            return self.apply_transform(state, draft, record)
         fields = self._fields(
             state,
             draft=truncate(draft, TRUNCATION["draft"]),
@@ -152,6 +186,10 @@ class BaseAgent:
         the opt-in pair action space); the LLM may return the draft unchanged."""
         if len(records) != 2:
             raise ValueError(f"REVISE_WITH_RECORDS shows exactly two records, got {len(records)}")
+        if self.revise_mode == "transform":  # each transform in turn, where it fits
+            for record in records:
+                draft = self.apply_transform(state, draft, record)
+            return draft
         extra: dict[str, Any] = {
             "draft": truncate(draft, TRUNCATION["draft"]),
             "record_id": "+".join(r.record_id for r in records),

@@ -132,6 +132,7 @@ def run_show(args: argparse.Namespace) -> int:
     print(f"a-            {r.a_minus}")
     print(f"a+            {r.a_plus}")
     print(f"provenance    a- {r.a_minus_provenance}, a+ {r.a_plus_provenance} ({PROVENANCE_NOTE})")
+    print(f"transform     {r.transform or 'none (bound to its source; the LLM reviser only)'}")
     print(f"evidence e    score {ev.get('score_minus')} -> {ev.get('score_plus')} (Δ = {r.delta:.3f})")
     for key, label in (("feedback_minus", "a- feedback"), ("feedback_plus", "a+ feedback")):
         if ev.get(key):

@@ -312,6 +312,18 @@ class Domain(ActionReading, EnvironmentHooks, ABC):
                 out, changed = new, True
         return out if changed else None
 
+    def transform_of(self, task: Task, a_minus: str, a_plus: str) -> str:
+        """The executable transform of a generic contrast, as text the record stores (issue 32
+        item 5): what `apply_transform` needs to make the same kind of edit in another draft with
+        no LLM and no name of the source environment. "" (the default) when the contrast is bound
+        to its source (or the domain has no such transforms). Reference-free."""
+        return ""
+
+    def apply_transform(self, task: Task, draft: str, transform: str) -> str | None:
+        """`draft` with a stored transform (`transform_of`) applied, or None when the draft has no
+        site for it or the transform is "" / unknown (the default). No LLM call."""
+        return None
+
     def edit_kind(self, a_minus: str, a_plus: str) -> str:
         """What *kind* of edit a⁻ → a⁺ is, without its site ("cmp:include-boundary" rather than
         "`age > 18` → `age >= 18`"): an edit of another draft with the same kind is an analogous

@@ -12,7 +12,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from cm_gym.agent import REUSE_LABEL_RULES, BaseAgent, Cost, reuse_label
+from cm_gym.agent import REUSE_LABEL_RULES, REVISE_MODES, BaseAgent, Cost, reuse_label
 from cm_gym.core.types import Action, AgentState, CmGymError, Task
 from cm_gym.domains.environment import environment_versions
 from cm_gym.domains.registry import get_benchmark, get_domain
@@ -150,6 +150,9 @@ class MemorySelectionEnv(
       the same draft (`AnalysisMixin.counterfactual_table`, cached per task, state, draft and
       record), and ``counterfactual_regret`` (best reward − the executed one). It costs one
       revision and one check per valid action; the executed decision is unchanged.
+    - ``revise``: "llm" (default: the LLM revises the draft with the chosen record) or
+      "transform" (the record's executable transform, no LLM call; a record without one, or whose
+      transform has no site in the draft, leaves the draft unchanged; `cm_gym.agent.BaseAgent`).
     - ``check_env_versions`` (True): retrieval never offers a record verified against another
       content version of its environment than the one this env's tasks have
       (`cm_gym.memory.freshness`); retired records are never offered either way.
@@ -199,6 +202,7 @@ class MemorySelectionEnv(
         llm_concurrency: int | None = None,
         split_by: str | None = None,
         counterfactuals: bool = False,
+        revise: str = "llm",
     ) -> None:
         self._init_kwargs: dict[str, Any] = {
             k: v for k, v in locals().items() if k not in ("self", "__class__")
@@ -270,7 +274,9 @@ class MemorySelectionEnv(
         self.evaluator = self.domain.make_evaluator(**dict(evaluator_kwargs or {}))
         llm_used = TimedLLM(self.llm, self.timings) if profile else self.llm
         evaluator_used = TimedEvaluator(self.evaluator, self.timings) if profile else self.evaluator
-        self._agent = BaseAgent(llm_used, self.domain, evaluator_used, kind=agent)
+        if revise not in REVISE_MODES:
+            raise EnvConfigError(f"revise must be one of {REVISE_MODES}, got {revise!r}")
+        self._agent = BaseAgent(llm_used, self.domain, evaluator_used, kind=agent, revise=revise)
         self._retriever = Retriever(
             self.store,
             self.domain,

@@ -269,6 +269,7 @@ class _Builder:
                 env_version=self.domain.environment_version(task),
                 a_minus_provenance=marks[0],
                 a_plus_provenance=plus,
+                transform=self.domain.transform_of(replace(task, reference=""), a_minus, a_plus),
             )
             embedding = self.store.embedder.embed_one(situation)
             result = decide_admission(

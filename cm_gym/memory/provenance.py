@@ -9,7 +9,7 @@ record's a⁻ can be a simulated disturbance of a real draft. `Record.a_minus_pr
 (`Completion.provenance`, `cm_gym.llm.replies`):
 
 * a draft's reply marked ``real:<system>`` → "real"; a revision's or an alternative's → "real-revision";
-* ``simulated`` → "simulated"; a rule-based edit → "edit";
+* ``simulated`` → "simulated"; a rule-based edit, or a record's transform (``transform``) → "edit";
 * unmarked → "simulated" when the LLM is the simulator (which does not mark its replies), else
   "unknown".
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cm_gym.agent import TRANSFORM_MARK
 from cm_gym.llm.replies import REAL, SIMULATED, kind_of
 from cm_gym.memory.record import REAL_PROVENANCES
 
@@ -47,7 +48,10 @@ def unmarked_provenance(llm: Any) -> str:
 
 def provenance_of(mark: str, *, revision: bool, unmarked: str = "unknown") -> str:
     """The record provenance of a reply's mark: a real reply is "real" (a draft) or
-    "real-revision" (`revision`: a revision of, or an alternative to, a draft)."""
+    "real-revision" (`revision`: a revision of, or an alternative to, a draft); an action a
+    record's transform made (``revise="transform"``, no LLM) is a rule-based "edit"."""
+    if mark == TRANSFORM_MARK:
+        return "edit"
     kind = kind_of(mark or "")
     if kind == REAL:
         return "real-revision" if revision else "real"

@@ -58,6 +58,11 @@ class Record:
     Provenance (`PROVENANCES`): `a_minus_provenance` / `a_plus_provenance` say whether a⁻ and a⁺
     are real outputs, real-model revisions, simulated text or rule-based edits ("unknown" in
     stores built before it was recorded). The content hash does not include them.
+
+    Transfer (issue 32 item 5): `transform` is the executable, site-free edit of a generic
+    contrast (`Domain.transform_of`: for SQL the edit kind and its parameters as JSON), which
+    ``revise="transform"`` applies to another draft with no LLM; "" for a contrast bound to its
+    source and in stores built before transforms were stored. Not part of the content hash.
     """
 
     record_id: str
@@ -84,6 +89,7 @@ class Record:
     replaces: str = ""
     a_minus_provenance: str = "unknown"
     a_plus_provenance: str = "unknown"
+    transform: str = ""
 
     @classmethod
     def create(
@@ -105,6 +111,7 @@ class Record:
         replaces: str = "",
         a_minus_provenance: str = "unknown",
         a_plus_provenance: str = "unknown",
+        transform: str = "",
     ) -> Record:
         """A fresh record (u = 0, never used) whose id is the content hash."""
         return cls(
@@ -125,6 +132,7 @@ class Record:
             replaces=replaces,
             a_minus_provenance=a_minus_provenance,
             a_plus_provenance=a_plus_provenance,
+            transform=transform,
         )
 
     @property

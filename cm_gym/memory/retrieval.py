@@ -112,7 +112,11 @@ def render_record_text(record: Record, show_condition: bool = True) -> str:
 def record_view(record: Record, show_condition: bool = True) -> RecordView:
     """What the agent may see of a record (rendered with or without its condition clause)."""
     return RecordView(
-        record.record_id, render_record_text(record, show_condition), record.a_minus, record.a_plus
+        record.record_id,
+        render_record_text(record, show_condition),
+        record.a_minus,
+        record.a_plus,
+        record.transform,
     )
 
 

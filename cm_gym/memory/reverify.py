@@ -235,6 +235,7 @@ class Reverifier:
             replaces=record.record_id,
             a_minus_provenance=minus_mark,
             a_plus_provenance=plus_mark,
+            transform=self.domain.transform_of(state.task, a_minus, a_plus),
         )
 
 

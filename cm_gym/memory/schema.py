@@ -26,7 +26,7 @@ from cm_gym.memory.errors import StoreError, StoreFullError, StoreLockedError, S
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 10_000
 #: Metadata key saying what a file is: "live" (a writable store) or "snapshot" (frozen).
 STORE_KIND = "store_kind"
@@ -76,11 +76,18 @@ FRESHNESS_COLUMNS: dict[str, str] = {
 #: Provenance columns added by version 4 (`Record.a_minus_provenance`, `a_plus_provenance`:
 #: real output, real-model revision, simulated, rule-based edit), read as "unknown" in older stores.
 PROVENANCE_COLUMNS: dict[str, str] = {"a_minus_provenance": "unknown", "a_plus_provenance": "unknown"}
+#: The transform column added by version 5 (`Record.transform`: a generic contrast's executable,
+#: site-free edit, issue 32 item 5), read as "" (no transform) in older stores.
+TRANSFORM_COLUMNS: dict[str, str] = {"transform": ""}
 #: What a column an older store lacks reads as.
-COLUMN_DEFAULTS: dict[str, str] = {**FRESHNESS_COLUMNS, **PROVENANCE_COLUMNS}
+COLUMN_DEFAULTS: dict[str, str] = {**FRESHNESS_COLUMNS, **PROVENANCE_COLUMNS, **TRANSFORM_COLUMNS}
 #: Columns of `records`, in the order rows are read and written (the embedding last).
 RECORD_COLUMNS = (
-    LEGACY_RECORD_COLUMNS[:-1] + tuple(FRESHNESS_COLUMNS) + tuple(PROVENANCE_COLUMNS) + ("embedding",)
+    LEGACY_RECORD_COLUMNS[:-1]
+    + tuple(FRESHNESS_COLUMNS)
+    + tuple(PROVENANCE_COLUMNS)
+    + tuple(TRANSFORM_COLUMNS)
+    + ("embedding",)
 )
 
 
@@ -142,17 +149,26 @@ def _v3_to_v4(conn: sqlite3.Connection) -> None:
         conn.execute(f"ALTER TABLE records ADD COLUMN {name} TEXT NOT NULL DEFAULT '{default}'")
 
 
+def _v4_to_v5(conn: sqlite3.Connection) -> None:
+    """Version 5: a generic record's executable transform (`Record.transform`). Existing rows
+    read as "" (no transform): they were built before transforms were stored."""
+    for name, default in TRANSFORM_COLUMNS.items():
+        conn.execute(f"ALTER TABLE records ADD COLUMN {name} TEXT NOT NULL DEFAULT '{default}'")
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     0: _v0_to_v1,
     1: _v1_to_v2,
     2: _v2_to_v3,
     3: _v3_to_v4,
+    4: _v4_to_v5,
 }
 
 
 def record_columns(conn: sqlite3.Connection) -> tuple[str, ...]:
     """The `RECORD_COLUMNS` this database's `records` table has (a read-only snapshot of an older
-    schema lacks the freshness or provenance columns; readers fill them with `COLUMN_DEFAULTS`)."""
+    schema lacks the freshness, provenance or transform columns; readers fill them with
+    `COLUMN_DEFAULTS`)."""
     present = {row[1] for row in conn.execute("PRAGMA table_info(records)")}
     return tuple(c for c in RECORD_COLUMNS if c in present)
 

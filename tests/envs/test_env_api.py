@@ -156,3 +156,18 @@ def test_pickle_round_trips_mid_episode(toy_store_path: Path) -> None:
     assert _continue(copy, actions) == _continue(env, actions)  # same episode, same RNG afterwards
     again = pickle.loads(pickle.dumps(copy.unwrapped))
     assert again.store.manifest["sha256"] == env.unwrapped.store.manifest["sha256"]
+
+
+def test_revise_mode_is_an_argument(toy_store_path: Path) -> None:
+    """``revise="transform"`` (issue 32 item 5) reaches the agent; an unknown mode is refused; a
+    domain without transforms leaves the draft as it was (no LLM revision is asked for)."""
+    with pytest.raises(EnvConfigError, match="revise"):
+        make(toy_store_path, revise="magic")
+    env = make(toy_store_path, revise="transform")
+    assert env._agent.revise_mode == "transform"
+    assert make(toy_store_path)._agent.revise_mode == "llm"
+    env.reset(seed=0)
+    assert env.action_masks()[1:].any(), "the toy store offers a record to show"
+    valid = [a for a in range(env.action_space.n) if env.action_masks()[a] and a > 0]
+    _, _, _, _, info = env.step(valid[0])
+    assert not info["changed_by_memory"] and info["action"] == info["draft"]

@@ -17,7 +17,7 @@ from cm_gym.llm.simulated import SimulatedLLM
 from cm_gym.memory.construction import ConstructionConfig, build_memory
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.provenance import A_MINUS_NOT_REAL, a_minus_refusal, provenance_of, unmarked_provenance
-from cm_gym.memory.record import Record
+from cm_gym.memory.record import Record, compute_record_id
 from cm_gym.memory.schema import LEGACY_RECORD_COLUMNS, MIGRATIONS, SCHEMA_VERSION, STORE_KIND
 from cm_gym.memory.snapshot import load_readonly
 from cm_gym.memory.store import RecordStore
@@ -28,6 +28,7 @@ def test_the_mark_of_each_reply_kind_and_the_admission_rule() -> None:
     assert provenance_of("real:gpt-4-zero-shot", revision=True) == "real-revision"
     assert provenance_of("simulated", revision=True) == "simulated"
     assert provenance_of("", revision=False) == "unknown"
+    assert provenance_of("transform", revision=True) == "edit"  # a record's transform, no LLM
     assert provenance_of("", revision=False, unmarked=unmarked_provenance(SimulatedLLM())) == "simulated"
     # auto: a simulated a⁻ is refused when the draft was real, admitted on simulated drafts
     assert a_minus_refusal("auto", "simulated", "real") == A_MINUS_NOT_REAL
@@ -78,9 +79,10 @@ def test_a_store_written_before_provenance_loads_as_unknown(tmp_path: Path) -> N
     assert (r.a_minus_provenance, r.a_plus_provenance) == ("unknown", "unknown")
     live = tmp_path / "v3.sqlite"
     _v3_store(live)
-    with RecordStore(live) as s:  # a writable open migrates 3 -> 4
-        assert s._conn.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION == 4
+    with RecordStore(live) as s:  # a writable open migrates 3 -> 4 -> 5
+        assert s._conn.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION == 5
         assert s.records[0].a_minus_provenance == "unknown"
+        assert s.records[0].transform == ""  # version 5: built before transforms were stored
 
 
 @pytest.mark.data
@@ -119,3 +121,23 @@ def test_real_draft_stores_admit_only_real_a_minus_unless_told_otherwise(shared_
         task = recordings[r.source_task_id]
         published = rows.get(spider_key(task.env_id, task.prompt), "gpt-4-zero-shot")
         assert published is not None and r.a_minus == domain.parse_action(published.text)
+
+
+def test_a_transform_is_stored_read_back_and_shown_to_the_agent(
+    store: RecordStore, make_record: Callable[..., Record], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32 item 5: a generic record's executable transform survives the store and a frozen
+    read, is not part of the content hash, and reaches the agent through `record_view`."""
+    from cm_gym.memory.retrieval import record_view
+
+    spec = '{"frm": "GT", "kind": "cmp", "to": "GTE"}'
+    r = store.add(make_record(transform=spec))
+    plain = store.add(make_record())
+    store.close()
+    again = load_readonly(store.path)
+    assert again.get(r.record_id).transform == spec and again.get(plain.record_id).transform == ""
+    assert Record.from_dict(r.to_dict()).transform == spec
+    assert r.record_id == compute_record_id(r.domain, r.a_minus, r.a_plus, r.condition)  # hash unchanged
+    assert record_view(again.get(r.record_id)).transform == spec
+    assert main(["memory", "show", str(store.path), r.record_id]) == 0
+    assert f"transform     {spec}" in capsys.readouterr().out

@@ -7,6 +7,14 @@ question must share, e.g. for ``age > 18`` → ``age >= 18`` on "at least 18":
 checked against the source task; parts that do not hold there are dropped (falling back to
 ``sql_same_db(db)``), so a record always applies to the task it came from. Never reads
 `task.reference`.
+
+A generic contrast of the item-4 kinds (`transfer.generic_parts`: LEFT ↔ inner JOIN, ``=`` ↔
+``LIKE``, COUNT(DISTINCT x) → COUNT(*), a projected sort / filter key or aggregate dropped) gets a
+condition over the question's wording only, with no table or column name, so it can hold on
+another database; the base kinds' wording conditions were already database-independent. A
+database-bound contrast (join key, WHERE conjunct, value casing, ...) keeps `sql_same_db` /
+`sql_has_column`, and so does a generic one whose wording part is false on its own question
+(nothing then says when it applies elsewhere).
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ import re
 
 from cm_gym.core.types import Task
 from cm_gym.domains.base import Distillation
-from cm_gym.domains.sql import conditions, contrast, sqlast, wording
+from cm_gym.domains.sql import conditions, contrast, sqlast, transfer, wording
 from cm_gym.domains.sql.edits import Change
 
 logger = logging.getLogger(__name__)
@@ -166,7 +174,8 @@ def distil(task: Task, a_minus: str, a_plus: str) -> Distillation:
     if change is None:
         q = f"On database {task.env_id}, the query `{a_minus[:150]}` was corrected to `{a_plus[:150]}`."
         return Distillation(q, conditions.render([("sql_same_db", (task.env_id,))]))
-    situation, parts = _situation(task, change, a_minus, a_plus)
+    generic = transfer.generic_parts(task.prompt, a_minus, a_plus)
+    situation, parts = generic or _situation(task, change, a_minus, a_plus)
     parts = [(k, a) for k, a in parts if a or k not in ("mentions_any", "mentions_none")]
     kept: list[Part] = []
     for part in parts:  # keep only the parts that hold on the source task

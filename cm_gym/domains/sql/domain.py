@@ -103,6 +103,20 @@ class SQLDomain(Domain):
             return sqlast.try_normalize(out) if out is not None else None
         return contrast.apply_contrast(draft, a_minus, a_plus, (task.features or {}).get("column_types"))
 
+    def transform_of(self, task: Task, a_minus: str, a_plus: str) -> str:
+        """The site-free transform of a generic contrast (`transfer.transform_of`) as JSON, e.g.
+        ``{"frm": "DISTINCT", "kind": "count", "to": "STAR"}``; "" when it is database-bound."""
+        from cm_gym.domains.sql import transfer
+
+        return transfer.dumps(transfer.transform_of(a_minus, a_plus))
+
+    def apply_transform(self, task: Task, draft: str, transform: str) -> str | None:
+        """Apply a stored transform at the draft's first fitting site (`transfer.apply_transform`)."""
+        from cm_gym.domains.sql import transfer
+
+        spec = transfer.loads(transform)
+        return transfer.apply_transform(draft, spec) if spec is not None else None
+
     def canonical_action(self, text: str) -> str:
         """The sqlglot normal form (formatting and keyword case never make two queries differ)."""
         from cm_gym.domains.sql import sqlast

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -167,18 +167,22 @@ def construct_from_recorded(
     progress: Progress | None = None,
     real_alternatives: bool = False,
     evaluator_options: dict[str, Any] | None = None,
+    edit_grammar: str | None = None,
 ) -> ConstructionResult:
     """Build memory from `system`'s real first drafts on `task_ids` (default: the build side of the
     standard split) into ``out_dir/store.sqlite`` and freeze ``out_dir/snapshot.sqlite``. With
     `real_alternatives`, Module I also takes the other published systems' outputs for the same
     task (``source="recorded"``); `evaluator_options` go to the world model (e.g. ``instances=10``:
-    admission on several database instances)."""
+    admission on several database instances); `edit_grammar="extended"` gives every task the
+    SQL domain's item-4 local edits (``meta["sql_edit_grammar"]``)."""
     spec = get_benchmark(benchmark)
     domain = get_domain(spec.domain_name)
     ids = (
         task_ids if task_ids is not None else split_ids(benchmark, "build", split_seed=split_seed, data=data)
     )
     tasks, excluded = _tasks(benchmark, system, ids, data)
+    if edit_grammar:
+        tasks = [replace(t, meta={**t.meta, "sql_edit_grammar": edit_grammar}) for t in tasks]
     llm = make_llm(f"recorded:{system}", seed=seed, task_lookup={t.task_id: t for t in tasks})
     evaluator = MemoEvaluator(domain.make_evaluator(**(evaluator_options or {})))
     recorded = recorded_alternatives(domain, recording_kind(benchmark), system) if real_alternatives else None
@@ -209,6 +213,7 @@ def construct_from_recorded(
                     "contrast_key": r.contrast_key,
                     "condition": r.condition,
                     "delta": r.delta,
+                    "transform": r.transform,
                 }
                 for r in store.records
             ]
@@ -324,11 +329,13 @@ def heldout_transfer(
     scopes: Sequence[str] = ("retrieved", "eligible", "any"),
     seen: bool = False,
     progress: Progress | None = None,
+    revise: str = "llm",
 ) -> TransferResult:
     """Revise each real failure of `system` on `task_ids` (default: the eval side of the standard
     split) with the records of `snapshot` (see the module docstring). Tasks the store has records
     of are refused unless `seen` (then each task is offered only the *other* tasks' records: the
-    optimistic, seen-environment reading)."""
+    optimistic, seen-environment reading). `revise="transform"` revises with each record's
+    stored transform instead of the LLM (`BaseAgent`; a record without one changes nothing)."""
     spec = get_benchmark(benchmark)
     domain = get_domain(spec.domain_name)
     ids = task_ids if task_ids is not None else split_ids(benchmark, "eval", split_seed=split_seed, data=data)
@@ -340,7 +347,7 @@ def heldout_transfer(
         raise ValueError(f"the store holds records of held-out tasks: {sorted(leaked)[:5]}")
     llm = make_llm(f"recorded:{system}", seed=seed, task_lookup={t.task_id: t for t in tasks})
     evaluator = MemoEvaluator(domain.make_evaluator())
-    agent_ = BaseAgent(llm, domain, evaluator, kind=agent)
+    agent_ = BaseAgent(llm, domain, evaluator, kind=agent, revise=revise)
     retriever = Retriever(store, domain, k=k)
     result = TransferResult(benchmark, store_system, system, len(tasks), len(records))
     try:
