@@ -12,6 +12,7 @@ the real / simulated reply counts.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import sys
 from collections import Counter
@@ -49,7 +50,10 @@ def _kinds(results: dict[str, Any]) -> str:
             keys = [row[0] for row in db.execute("SELECT contrast_key FROM records")]
     except sqlite3.Error:
         return ""
-    kinds = Counter(k.split(":", 1)[0] for k in keys if k)
+    # SQL keys start with their kind ("order:…"); a program's key is its diff: counted as "edit"
+    kinds = Counter(
+        k.split(":", 1)[0] if re.fullmatch(r"[a-z_]{1,24}", k.split(":", 1)[0]) else "edit" for k in keys if k
+    )
     return ", ".join(f"{k} {n}" for k, n in kinds.most_common(4))
 
 
