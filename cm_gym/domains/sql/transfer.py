@@ -25,6 +25,7 @@ from collections.abc import Mapping
 
 from sqlglot import exp
 
+from cm_gym.core.boundedjson import loads as bounded_loads
 from cm_gym.domains.sql import contrast, edits_local, sqlast, wording
 from cm_gym.domains.sql.edits import Change
 
@@ -118,8 +119,8 @@ def dumps(transform: Mapping[str, str] | None) -> str:
 def loads(text: str) -> dict[str, str] | None:
     """Inverse of `dumps`; None for "" or text that is not a transform."""
     try:
-        data = json.loads(text) if text else None
-    except ValueError:
+        data = bounded_loads(text, what="a record's transform") if text else None
+    except ValueError:  # BoundedJSONError is a ValueError: too large, too deep or not JSON
         return None
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) and "kind" in data else None
 
