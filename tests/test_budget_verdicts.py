@@ -46,7 +46,7 @@ class _Verifier:
         self.limits = Limits(wall_s=1800.0, cpu_s=1200.0)
         self.runs = 0
 
-    def verify(self, text: str) -> tuple[Any, SandboxResult]:
+    def verify(self, text: str, **budget: Any) -> tuple[Any, SandboxResult]:
         from cm_gym.domains.dafny.verifier import parse_output
 
         self.runs += 1

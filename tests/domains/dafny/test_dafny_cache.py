@@ -89,8 +89,10 @@ def test_the_cpu_backstop_bounds_a_grinding_prover_and_keys_the_verdict(
     assert other._key(HARD + "\n") != again._key(HARD + "\n")
     # the verifier process itself stopped at the backstop: cached as the program's failure
     budget = Outcome(0.0, False, feedback="cpu", status="budget", reason="cpu")
-    monkeypatch.setattr(other, "_run", lambda text, n: budget)
+    monkeypatch.setattr(other, "_run", lambda text, n, b=None: budget)
     program = HARD.replace("{}", "{ }")
     assert other.check(AgentState(task), Action(program)).status == "budget"
-    monkeypatch.setattr(other, "_run", lambda text, n: pytest.fail("the budget verdict was not cached"))
+    monkeypatch.setattr(
+        other, "_run", lambda text, n, b=None: pytest.fail("the budget verdict was not cached")
+    )
     assert other.check(AgentState(task), Action(program)).status == "budget"
