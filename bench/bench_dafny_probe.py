@@ -22,18 +22,9 @@ from pathlib import Path
 
 from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.dafny.evaluator import DafnyEvaluator
+from cm_gym.domains.dafny.hostile import FERMAT_TASK_FILE, with_fermat
 from cm_gym.domains.dafny.loader import load_dafny_tasks
 from cm_gym.evaluators.cpuhog import CpuHog
-
-TASK_FILE = "Clover_integer_square_root.dfy"  # dafny-0025
-FERMAT = "  assert forall x,y,z :: x>0 && y>0 && z>0 ==> x*x*x + y*y*y != z*z*z;"
-
-
-def hostile(reference: str) -> str:
-    """The reference with the probe after its loop (the method body's last line)."""
-    head, sep, tail = reference.rstrip().rpartition("\n}")
-    assert sep, "no method body"
-    return head + "\n" + FERMAT + sep + tail + "\n"
 
 
 def probe(task: Task, rlimit: int | None = None) -> tuple[Outcome, float]:
@@ -41,7 +32,7 @@ def probe(task: Task, rlimit: int | None = None) -> tuple[Outcome, float]:
         kwargs = {} if rlimit is None else {"rlimit": rlimit}
         ev = DafnyEvaluator(cache=Path(tmp) / "v.sqlite", **kwargs)
         t0 = time.perf_counter()
-        out = ev.check(AgentState(task), Action(hostile(str(task.reference))))
+        out = ev.check(AgentState(task), Action(with_fermat(str(task.reference))))
         return out, time.perf_counter() - t0
 
 
@@ -59,7 +50,7 @@ def main() -> None:
     ap.add_argument("--busy", action="store_true", help="run again under a CPU hog and compare")
     ap.add_argument("--rlimit", type=int, default=None, help="Boogie's /rlimit (default: the evaluator's)")
     args = ap.parse_args()
-    task = next(t for t in load_dafny_tasks(Path(args.data) / "dafny") if t.meta["file"] == TASK_FILE)
+    task = next(t for t in load_dafny_tasks(Path(args.data) / "dafny") if t.meta["file"] == FERMAT_TASK_FILE)
     quiet, wall = probe(task, args.rlimit)
     print(line(f"{task.task_id} probe, quiet (load {os.getloadavg()[0]:.1f})", quiet, wall), flush=True)
     if args.busy:

@@ -6,7 +6,6 @@ honours the rlimit) and every check's CPU backstop is a small multiple of its ta
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,12 +19,10 @@ from cm_gym.domains.dafny.evaluator import (
     DafnyEvaluator,
     reference_cpu_budget,
 )
+from cm_gym.domains.dafny.hostile import FERMAT, FERMAT_TASK_FILE, with_fermat
 from cm_gym.domains.dafny.verifier import NO_NLSAT, DafnyVerifier
 from cm_gym.evaluators.sandbox import ToolNotFoundError
 from tests.domains.dafny.conftest import by_file
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
-from bench_dafny_probe import FERMAT, TASK_FILE, hostile  # noqa: E402
 
 
 def test_the_cpu_backstop_is_a_small_multiple_of_the_reference() -> None:
@@ -54,8 +51,8 @@ def test_z3_runs_without_nlsat_and_the_option_keys_the_verdict(tmp_path: Path) -
 
 
 def test_the_probe_is_the_reference_plus_one_assertion(dafny_tasks: list[Task]) -> None:
-    task = by_file(dafny_tasks, TASK_FILE)
-    action = hostile(str(task.reference))
+    task = by_file(dafny_tasks, FERMAT_TASK_FILE)
+    action = with_fermat(str(task.reference))
     assert task.task_id == "dafny-0025" and action.count(FERMAT) == 1
     assert action.replace(FERMAT + "\n", "") == str(task.reference).rstrip() + "\n"
 
@@ -74,9 +71,9 @@ def test_the_fermat_probe_stops_within_its_budget(dafny_tasks: list[Task], tmp_p
         ev = DafnyEvaluator(cache=tmp_path / "v.sqlite")
     except ToolNotFoundError as exc:
         pytest.skip(f"dafny is not installed: {exc}")
-    task = by_file(dafny_tasks, TASK_FILE)
+    task = by_file(dafny_tasks, FERMAT_TASK_FILE)
     state = AgentState(task)
-    out = ev.check(state, Action(hostile(str(task.reference))))
+    out = ev.check(state, Action(with_fermat(str(task.reference))))
     d = out.details
     assert out.status == "budget" and not out.solved and out.score == 0.0, out.feedback
     assert d["budget_kind"] == "boogie-rlimit" and d["stopped_by"] in ("rlimit", "cpu")
@@ -89,5 +86,5 @@ def test_the_fermat_probe_stops_within_its_budget(dafny_tasks: list[Task], tmp_p
     assert ev.check(state, Action(str(task.reference))).solved and ev.runs == 2
     ev.close()
     again = DafnyEvaluator(cache=tmp_path / "v.sqlite")  # a budget stop is cached: paid for once
-    hit = again.check(state, Action(hostile(str(task.reference))))
+    hit = again.check(state, Action(with_fermat(str(task.reference))))
     assert again.runs == 0 and hit.status == "budget" and hit.details["cached"]
