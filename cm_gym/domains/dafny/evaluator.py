@@ -266,13 +266,14 @@ class DafnyEvaluator:
             # rlimit inside its search (issue 33), or z3 died at its CPU backstop (RLIMIT_CPU) or
             # memory cap. Either is the program's own failure, in units that do not depend on load
             names = ", ".join(report.timed_out_members[:5])
-            if run.cpu_s < cpu:
+            if run.cpu_s < cpu:  # z3 alone did not reach its backstop: the rlimit stopped it
                 details["stopped_by"] = "rlimit"
                 reason = f"out of resource: z3 spent its rlimit of {self.verifier.rlimit:,} units on {names}"
-            else:
-                details["stopped_by"] = "cpu"
-                reason = (f"the prover was stopped (its {cpu:.0f} s CPU backstop or its "
-                          f"{self.verifier.limits.memory_mb} MB memory cap) on {names}")  # fmt: skip
+            else:  # z3's CPU is in the run's (Boogie reaps it): either may have come first
+                details["stopped_by"] = "rlimit-or-cpu"
+                reason = (f"the prover was stopped (its rlimit of {self.verifier.rlimit:,} units, its "
+                          f"{cpu:.0f} s CPU backstop or its {self.verifier.limits.memory_mb} MB memory "
+                          f"cap) on {names}")  # fmt: skip
             return Outcome(0.0, False, feedback=reason, status="budget", reason=reason, details=details)
         if report.timed_out_members:
             reason = (
