@@ -6,7 +6,8 @@ minutes at the default rlimit (and over 7 at 1/25 of it), stopped only by the 1,
 backstop. Each run checks the probe fresh (no verdict cache) with the Dafny evaluator's defaults
 and prints one line: the verdict, what stopped it, the CPU seconds the verifier's processes used,
 the CPU budget per process (from the reference's measured cost) and the wall time.
-``--busy`` runs it again under `CpuHog.tripling()` and says whether the verdict is the same.
+``--busy`` runs it again under a CPU hog (`CpuHog.tripling()`, or ``--hog N`` spinning processes)
+and says whether the verdict is the same.
 
     python bench/bench_dafny_probe.py            # quiet (as the machine is)
     python bench/bench_dafny_probe.py --busy     # and under a CPU hog
@@ -48,17 +49,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=os.environ.get("CM_GYM_DATA", "../shared/data"))
     ap.add_argument("--busy", action="store_true", help="run again under a CPU hog and compare")
+    ap.add_argument("--hog", type=int, default=None,
+                    help="spinning processes of the hog (default: CpuHog.tripling(), twice the load)")  # fmt: skip
     ap.add_argument("--rlimit", type=int, default=None, help="Boogie's /rlimit (default: the evaluator's)")
     args = ap.parse_args()
     task = next(t for t in load_dafny_tasks(Path(args.data) / "dafny") if t.meta["file"] == FERMAT_TASK_FILE)
     quiet, wall = probe(task, args.rlimit)
-    print(line(f"{task.task_id} probe, quiet (load {os.getloadavg()[0]:.1f})", quiet, wall), flush=True)
+    print(line(f"{task.task_id} probe, as the machine is (load {os.getloadavg()[0]:.1f})", quiet, wall), flush=True)
     if args.busy:
-        with CpuHog.tripling() as hog:
+        with CpuHog(total=args.hog) if args.hog else CpuHog.tripling() as hog:
             busy, wall = probe(task, args.rlimit)
             print(line(f"{task.task_id} probe, under a hog of {hog.n}", busy, wall), flush=True)
         same = (busy.status, busy.score, busy.solved) == (quiet.status, quiet.score, quiet.solved)
-        print(f"same verdict quiet and busy: {same}")
+        print(f"same verdict as the machine is and under the hog: {same}")
 
 
 if __name__ == "__main__":
