@@ -281,6 +281,15 @@ class DafnyEvaluator:
                 + ", ".join(report.timed_out_members[:5])
             )
             return infrastructure(reason, **details)
+        if report.inconclusive_members:
+            # Boogie's prover died under it ("inconclusive"): z3 killed at its CPU backstop
+            # (RLIMIT_CPU; its CPU is in the run's, Boogie reaps it) or its memory cap, the
+            # program's own failure like the rlimit
+            names = ", ".join(report.inconclusive_members[:5])
+            details["stopped_by"] = "cpu" if run.cpu_s >= cpu else "prover-died"
+            reason = (f"the prover was stopped (its {cpu:.0f} s CPU backstop or its "
+                      f"{self.verifier.limits.memory_mb} MB memory cap) on {names}")  # fmt: skip
+            return Outcome(0.0, False, feedback=reason, status="budget", reason=reason, details=details)
         if run.signal and run.describe_exit().endswith("(CPU limit)"):
             details["stopped_by"] = "cpu"
             reason = f"a verifier process used more than its {cpu:.0f} s of CPU time"

@@ -56,6 +56,9 @@ class VerifierReport:
     parse_failed: bool = False
     timed_out_members: tuple[str, ...] = ()
     out_of_resource_members: tuple[str, ...] = ()
+    #: implementations Boogie could not finish because its prover died ("inconclusive": z3
+    #: killed at its CPU backstop or memory cap, "unexpected prover output: Write fault")
+    inconclusive_members: tuple[str, ...] = ()
 
     @property
     def verified(self) -> int:
@@ -101,6 +104,7 @@ def parse_output(text: str) -> VerifierReport:
     members: dict[str, bool] = {}
     timed_out: list[str] = []
     no_resource: list[str] = []
+    inconclusive: list[str] = []
     errors: list[str] = []
     current: str | None = None
     parse_failed = False
@@ -125,6 +129,8 @@ def parse_output(text: str) -> VerifierReport:
                 members[current] = False
                 if r.group(1) == "timed out":
                     timed_out.append(current)
+                elif r.group(1) == "inconclusive":
+                    inconclusive.append(current)
                 elif r.group(1) == "out of resource" and current not in no_resource:
                     no_resource.append(current)
             current = None
@@ -141,7 +147,13 @@ def parse_output(text: str) -> VerifierReport:
         if s:
             summary = (int(s.group(1)), int(s.group(2)))
     return VerifierReport(
-        members, tuple(errors), summary, parse_failed, tuple(timed_out), tuple(dict.fromkeys(no_resource))
+        members,
+        tuple(errors),
+        summary,
+        parse_failed,
+        tuple(timed_out),
+        tuple(dict.fromkeys(no_resource)),
+        tuple(inconclusive),
     )
 
 
