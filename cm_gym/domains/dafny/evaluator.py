@@ -53,7 +53,13 @@ from cm_gym.domains.dafny.verifier import (
     RLIMIT,
     DafnyVerifier,
 )
-from cm_gym.evaluators.budgets import BOOGIE_RLIMIT, budget_details, infrastructure, retry_once
+from cm_gym.evaluators.budgets import (
+    BOOGIE_RLIMIT,
+    budget_details,
+    infrastructure,
+    is_infrastructure,
+    retry_once,
+)
 from cm_gym.evaluators.sandbox import Limits, Sandbox, SandboxError
 from cm_gym.evaluators.verdicts import VerdictCache, outcome_from_json, outcome_to_json, verdict_key
 
@@ -68,6 +74,9 @@ CPU_FACTOR = 10.0
 CPU_FLOOR_S = 30.0
 CPU_STEP_S = 30.0
 MAX_CPU_S = DEFAULT_LIMITS.cpu_s
+#: a run whose CPU came this near its backstop may have been stopped there (``details["stopped_by"]``:
+#: the run's CPU is read from Boogie's process and the z3 it reaped, a little under z3's own)
+_NEAR = 0.9
 
 
 @dataclass(frozen=True)
@@ -190,17 +199,22 @@ class DafnyEvaluator:
             return self._fixed()
         text = reference.strip() + "\n"
         with self._reference_lock:  # one measurement per reference, also under check_many
-            if text not in self._budgets:
-                self._budgets[text] = self._fixed(())
-                for opts in (NO_NLSAT, ()):
-                    ref = self._check(program, text, CheckBudget(MAX_CPU_S, "fixed", None, opts))
-                    used = ref.details.get("cpu_s")
-                    if ref.solved and isinstance(used, (int, float)) and used > 0:
-                        self._budgets[text] = CheckBudget(
-                            reference_cpu_budget(used), "reference", float(used), opts
-                        )
-                        break
-            return self._budgets[text]
+            if text in self._budgets:
+                return self._budgets[text]
+            budget = self._fixed(())
+            for opts in (NO_NLSAT, ()):
+                ref = self._check(program, text, CheckBudget(MAX_CPU_S, "fixed", None, opts))
+                if is_infrastructure(ref):
+                    # the hang guard stopped the measurement: nothing is known about the reference
+                    # (a busy machine must not choose z3's options); this check gets the fixed
+                    # budget and the next one measures again
+                    return self._fixed()
+                used = ref.details.get("cpu_s")
+                if ref.solved and isinstance(used, (int, float)) and used > 0:
+                    budget = CheckBudget(reference_cpu_budget(used), "reference", float(used), opts)
+                    break
+            self._budgets[text] = budget
+            return budget
 
     def close(self) -> None:
         """Close the verdict cache's file."""
@@ -266,7 +280,7 @@ class DafnyEvaluator:
             # rlimit inside its search (issue 33), or z3 died at its CPU backstop (RLIMIT_CPU) or
             # memory cap. Either is the program's own failure, in units that do not depend on load
             names = ", ".join(report.timed_out_members[:5])
-            if run.cpu_s < cpu:  # z3 alone did not reach its backstop: the rlimit stopped it
+            if run.cpu_s < _NEAR * cpu:  # z3 did not come near its backstop: the rlimit stopped it
                 details["stopped_by"] = "rlimit"
                 reason = f"out of resource: z3 spent its rlimit of {self.verifier.rlimit:,} units on {names}"
             else:  # z3's CPU is in the run's (Boogie reaps it): either may have come first
@@ -286,7 +300,7 @@ class DafnyEvaluator:
             # (RLIMIT_CPU; its CPU is in the run's, Boogie reaps it) or its memory cap, the
             # program's own failure like the rlimit
             names = ", ".join(report.inconclusive_members[:5])
-            details["stopped_by"] = "cpu" if run.cpu_s >= cpu else "prover-died"
+            details["stopped_by"] = "cpu" if run.cpu_s >= _NEAR * cpu else "prover-died"
             reason = (f"the prover was stopped (its {cpu:.0f} s CPU backstop or its "
                       f"{self.verifier.limits.memory_mb} MB memory cap) on {names}")  # fmt: skip
             return Outcome(0.0, False, feedback=reason, status="budget", reason=reason, details=details)
