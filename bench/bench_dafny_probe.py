@@ -55,7 +55,10 @@ def main() -> None:
     args = ap.parse_args()
     task = next(t for t in load_dafny_tasks(Path(args.data) / "dafny") if t.meta["file"] == FERMAT_TASK_FILE)
     quiet, wall = probe(task, args.rlimit)
-    print(line(f"{task.task_id} probe, as the machine is (load {os.getloadavg()[0]:.1f})", quiet, wall), flush=True)
+    print(
+        line(f"{task.task_id} probe, as the machine is (load {os.getloadavg()[0]:.1f})", quiet, wall),
+        flush=True,
+    )
     if args.busy:
         with CpuHog(total=args.hog) if args.hog else CpuHog.tripling() as hog:
             busy, wall = probe(task, args.rlimit)
