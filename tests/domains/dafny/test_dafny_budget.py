@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cm_gym.core.types import Action, AgentState, Task
+from cm_gym.core.types import Action, AgentState, Outcome, Task
 from cm_gym.domains.dafny.evaluator import (
     CPU_FACTOR,
     CPU_FLOOR_S,
@@ -21,6 +21,7 @@ from cm_gym.domains.dafny.evaluator import (
 )
 from cm_gym.domains.dafny.hostile import FERMAT, FERMAT_TASK_FILE, with_fermat
 from cm_gym.domains.dafny.verifier import NO_NLSAT, DafnyVerifier
+from cm_gym.evaluators.budgets import infrastructure
 from cm_gym.evaluators.sandbox import ToolNotFoundError
 from tests.domains.dafny.conftest import by_file
 
@@ -48,6 +49,35 @@ def test_z3_runs_without_nlsat_and_the_option_keys_the_verdict(tmp_path: Path) -
     # a given CPU backstop fixes the budget: no reference is measured
     fixed = DafnyEvaluator(cache=None, cpu_s=5)
     assert fixed.task_budget(program, program) == CheckBudget(5.0, "fixed") and fixed.runs == 0
+
+
+def test_the_budget_comes_from_the_reference_and_a_hang_guard_stop_chooses_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reference is verified without nlsat first, with it when that fails; the CPU backstop is
+    10 × its CPU seconds in the mode it verified in; a measurement the hang guard stopped (a busy
+    machine) chooses no mode and is not remembered."""
+    try:
+        ev = DafnyEvaluator(cache=None)
+    except ToolNotFoundError as exc:
+        pytest.skip(f"dafny is not installed: {exc}")
+    tried: list[tuple[str, ...]] = []
+
+    def measure(program: str, text: str, budget: CheckBudget | None = None) -> Outcome:
+        assert budget is not None and budget.cpu_s == MAX_CPU_S
+        tried.append(budget.z3_options)
+        if budget.z3_options == NO_NLSAT:  # this reference needs nlsat
+            return Outcome(0.0, False, "budget", status="budget", details={"cpu_s": 64.0})
+        return Outcome(1.0, True, "verified", details={"cpu_s": 4.9})
+
+    monkeypatch.setattr(ev, "_check", measure)
+    assert ev.task_budget("p", "ref") == CheckBudget(60.0, "reference", 4.9, ())
+    assert ev.task_budget("p", "ref \n") == CheckBudget(60.0, "reference", 4.9, ())  # remembered
+    assert tried == [NO_NLSAT, ()]
+    assert ev._budget_for("ref", "ref", ev.task_budget("p", "ref")) == CheckBudget(MAX_CPU_S, "fixed")
+    monkeypatch.setattr(ev, "_check", lambda program, text, budget=None: infrastructure("hang guard"))
+    assert ev.task_budget("p", "other") == CheckBudget(ev.verifier.limits.cpu_s, "fixed")
+    assert "other\n" not in ev._budgets  # measured again at the next check
 
 
 def test_the_probe_is_the_reference_plus_one_assertion(dafny_tasks: list[Task]) -> None:
