@@ -37,7 +37,7 @@ import dataclasses
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,19 +157,22 @@ class DafnyEvaluator:
     def check(self, state: AgentState, action: Action) -> Outcome:
         """Verify the annotated program `action` (see module doc)."""
         self.calls += 1
-        program = str(state.task.meta.get("program", ""))
-        budget = self.task_budget(program, state.task.reference)
-        return self._check(program, action.text, self._budget_for(action.text, state.task.reference, budget))
+        program, ref = str(state.task.meta.get("program", "")), state.task.reference
+        # the budget is known only after the action's annotations were accepted: a refused action
+        # never runs the verifier, not even to measure the reference
+        return self._check(
+            program, action.text, lambda: self._budget_for(action.text, ref, self.task_budget(program, ref))
+        )
 
     def check_many(self, state: AgentState, actions: Sequence[Action]) -> list[Outcome]:
         """`check` for independent programs on the same state, run in parallel (`workers`)."""
         self.calls += len(actions)
-        program = str(state.task.meta.get("program", ""))
-        budget = self.task_budget(program, state.task.reference)
-        ref = state.task.reference
+        program, ref = str(state.task.meta.get("program", "")), state.task.reference
 
         def one(a: Action) -> Outcome:
-            return self._check(program, a.text, self._budget_for(a.text, ref, budget))
+            return self._check(
+                program, a.text, lambda: self._budget_for(a.text, ref, self.task_budget(program, ref))
+            )
 
         if self.workers == 1 or len(actions) < 2:
             return [one(a) for a in actions]
@@ -226,14 +229,16 @@ class DafnyEvaluator:
         return verdict_key({"checker": CHECKER_VERSION, "dafny": _tool_identity(v.dafny), "program": text,
                             "rlimit": v.rlimit, "z3": list(b.z3_options), "cpu_s": b.cpu_s})  # fmt: skip
 
-    def _check(self, program: str, text: str, budget: CheckBudget | None = None) -> Outcome:
-        budget = budget or self._fixed()
+    def _check(
+        self, program: str, text: str, budget: CheckBudget | Callable[[], CheckBudget] | None = None
+    ) -> Outcome:
         try:
             annotations = extract_annotations(program, text)
         except AnnotationError as exc:
             return Outcome(
                 0.0, False, feedback=f"invalid annotations: {exc}", status="error", reason=str(exc)
             )
+        budget = (budget() if callable(budget) else budget) or self._fixed()
         text = text.strip() + "\n"  # outer blank space means nothing to Dafny: one verdict per program
         key = self._key(text, budget)
         cached = self.cache.get(key)

@@ -37,8 +37,10 @@ def test_weak_bound_fails_its_repair_verifies_and_verdicts_are_cached(
     state = AgentState(task)
     first = evaluator(tmp_path / "v.sqlite")
     slipped, fixed = first.check_many(state, [Action(draft), Action(repair)])
-    # three runs: the reference (measured once for the task's budget, issue 33), draft and repair
-    assert first.runs == 3 and not slipped.solved and slipped.status == "ok" and fixed.solved
+    # the reference is verified once for the task's budget (issue 33); the repair restores it, so
+    # its check is that verdict: two runs
+    assert repair.strip() == task.reference.strip()
+    assert first.runs == 2 and not slipped.solved and slipped.status == "ok" and fixed.solved
     assert "invariant" in slipped.feedback or "not verified" in slipped.feedback
     first.close()
     again = evaluator(tmp_path / "v.sqlite")  # a new process would see the same file
