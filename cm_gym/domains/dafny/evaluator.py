@@ -123,8 +123,9 @@ class DafnyEvaluator:
     Arguments: `rlimit` (Boogie's resource limit per implementation: the budget), `time_limit`
     (Boogie's per-implementation wall-clock limit, s: a hang guard), `limits` / `sandbox` (the
     run's; its wall clock is a hang guard too), `cpu_s` (a fixed CPU-time backstop per verifier
-    process and z3's defaults for every check; default None: per task, `task_budget`), `cache` (a path, None for memory only; default
-    `default_cache_path()`), `workers` (parallel runs in `check_many`)."""
+    process and z3's defaults for every check; default None: per task, `task_budget`), `cache` (a
+    path, None for memory only; default `default_cache_path()`), `workers` (parallel runs in
+    `check_many`)."""
 
     def __init__(
         self,
