@@ -46,7 +46,7 @@ class _Verifier:
         self.limits = Limits(wall_s=1800.0, cpu_s=1200.0)
         self.runs = 0
 
-    def verify(self, text: str) -> tuple[Any, SandboxResult]:
+    def verify(self, text: str, **budget: Any) -> tuple[Any, SandboxResult]:
         from cm_gym.domains.dafny.verifier import parse_output
 
         self.runs += 1
@@ -72,6 +72,9 @@ OK = "Verifying Impl$$_module.__default.M ...\n  [0.1 s, 1 proof obligation]  {}
         # "timed out" sooner than Boogie's timer could fire: z3 killed at the CPU backstop, the
         # program's own failure in CPU time (cached)
         (OK.format("timed out"), {"wall_s": 61.0}, "budget", True),
+        # issue 33: z3 killed at its CPU backstop under Boogie ("inconclusive"): the program's own
+        # failure in CPU time, cached
+        (OK.format("inconclusive"), {"cpu_s": 1201.0}, "budget", True),
         ("", {"timed_out": True, "killed": "timeout"}, INFRASTRUCTURE, False),  # the sandbox's wall clock
         ("", {"returncode": -signal.SIGXCPU, "signal": signal.SIGXCPU}, "budget", True),  # CPU time: cached
     ],

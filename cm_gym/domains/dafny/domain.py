@@ -32,7 +32,7 @@ class DafnyDomain(Domain):
     reply_format: ClassVar[ReplyFormat] = ReplyFormat(("dafny", "dfy"), reply.find_program, "Dafny program")
 
     def make_evaluator(self, **kwargs: Any) -> DafnyEvaluator:
-        """A `DafnyEvaluator` (kwargs: rlimit, time_limit, limits, sandbox, verifier). Raises
+        """A `DafnyEvaluator` (kwargs: rlimit, time_limit, limits, sandbox, verifier, cpu_s). Raises
         `ToolNotFoundError` when `dafny` is not installed."""
         return DafnyEvaluator(**kwargs)
 

@@ -83,3 +83,16 @@ PROBES = [
     ("decreases_star_added_to_a_terminating_method", "assume / attributes / decreases *", TWO,
      TWO.replace("method Halting(n: nat)\n", "method Halting(n: nat)\n  decreases *\n")),
 ]  # fmt: skip
+
+#: issue 33: a one-line annotation that ground z3's ``nlsat`` for 12 minutes at any ``/rlimit``
+#: (Fermat's last theorem for cubes), inserted after the loop of task dafny-0025
+FERMAT = "  assert forall x,y,z :: x>0 && y>0 && z>0 ==> x*x*x + y*y*y != z*z*z;"
+FERMAT_TASK_FILE = "Clover_integer_square_root.dfy"
+
+
+def with_fermat(reference: str) -> str:
+    """`reference` with `FERMAT` as the last statement of its last method body."""
+    head, sep, tail = reference.rstrip().rpartition("\n}")
+    if not sep:
+        raise ValueError("no method body to put the probe in")
+    return head + "\n" + FERMAT + sep + tail + "\n"

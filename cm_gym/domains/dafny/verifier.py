@@ -16,6 +16,7 @@ what the rlimit takes; an implementation it stops ("timed out") says nothing abo
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -55,6 +56,9 @@ class VerifierReport:
     parse_failed: bool = False
     timed_out_members: tuple[str, ...] = ()
     out_of_resource_members: tuple[str, ...] = ()
+    #: implementations Boogie could not finish because its prover died ("inconclusive": z3
+    #: killed at its CPU backstop or memory cap, "unexpected prover output: Write fault")
+    inconclusive_members: tuple[str, ...] = ()
 
     @property
     def verified(self) -> int:
@@ -100,6 +104,7 @@ def parse_output(text: str) -> VerifierReport:
     members: dict[str, bool] = {}
     timed_out: list[str] = []
     no_resource: list[str] = []
+    inconclusive: list[str] = []
     errors: list[str] = []
     current: str | None = None
     parse_failed = False
@@ -124,6 +129,8 @@ def parse_output(text: str) -> VerifierReport:
                 members[current] = False
                 if r.group(1) == "timed out":
                     timed_out.append(current)
+                elif r.group(1) == "inconclusive":
+                    inconclusive.append(current)
                 elif r.group(1) == "out of resource" and current not in no_resource:
                     no_resource.append(current)
             current = None
@@ -140,7 +147,13 @@ def parse_output(text: str) -> VerifierReport:
         if s:
             summary = (int(s.group(1)), int(s.group(2)))
     return VerifierReport(
-        members, tuple(errors), summary, parse_failed, tuple(timed_out), tuple(dict.fromkeys(no_resource))
+        members,
+        tuple(errors),
+        summary,
+        parse_failed,
+        tuple(timed_out),
+        tuple(dict.fromkeys(no_resource)),
+        tuple(inconclusive),
     )
 
 
@@ -148,6 +161,15 @@ def parse_output(text: str) -> VerifierReport:
 #: (`bench/bench_dafny_rlimit.py`, ``docs/budgets.md``): the most any of the 445 DafnyBench ground
 #: truths needs in one implementation, times a factor of about 5.
 RLIMIT = 50_000_000
+#: z3 options (Boogie's ``/z3opt:``) for a task whose reference verifies without z3's ``nlsat``
+#: (issue 33). z3 4.8's nonlinear procedure ``nlsat`` (called by its arithmetic solver when
+#: incremental linearisation finds no lemma) does not charge its work to the resource limit: a
+#: failing nonlinear quantified assertion (the Fermat probe, ``x*x*x + y*y*y != z*z*z``) ground
+#: there for 12 minutes at any ``/rlimit``. Without it z3 charges every step and stops at the
+#: rlimit (answering "canceled", which Boogie prints as "timed out"); Groebner bases, tangent and
+#: order lemmas still reason about ``*``. Some references need ``nlsat`` (a power function's
+#: lemma: 5 s of CPU with it, the whole rlimit without), so the evaluator chooses per task.
+NO_NLSAT = ("smt.arith.nl.nra=false",)
 #: Boogie's per-implementation wall-clock limit, kept only as a hang guard (seconds)
 HANG_TIME_LIMIT = 600
 #: the sandbox's limits: wall clock is the run's hang guard; CPU time per process a backstop far
@@ -159,7 +181,8 @@ DEFAULT_LIMITS = Limits(
 
 class DafnyVerifier:
     """Runs one Dafny program in the sandbox; `rlimit` is Boogie's per-implementation resource
-    limit (the budget), `time_limit` its per-implementation wall-clock limit (a hang guard)."""
+    limit (the budget), `time_limit` its per-implementation wall-clock limit (a hang guard),
+    `z3_options` z3 parameters passed through ``/z3opt:`` (default none; see `NO_NLSAT`)."""
 
     def __init__(
         self,
@@ -168,6 +191,7 @@ class DafnyVerifier:
         time_limit: int = HANG_TIME_LIMIT,
         limits: Limits | None = None,
         rlimit: int = RLIMIT,
+        z3_options: tuple[str, ...] = (),
     ) -> None:
         self.dafny = find_dafny()
         self.limits = limits or DEFAULT_LIMITS
@@ -177,14 +201,20 @@ class DafnyVerifier:
         )
         self.time_limit = int(time_limit)
         self.rlimit = int(rlimit)
+        self.z3_options = tuple(z3_options)
 
-    def argv(self, filename: str = "task.dfy") -> list[str]:
+    def argv(self, filename: str = "task.dfy", z3_options: tuple[str, ...] | None = None) -> list[str]:
         """The verifier command line (relative to the copy)."""
+        opts = self.z3_options if z3_options is None else z3_options
         return [self.dafny, "/compile:0", "/trace", "/nologo", f"/rlimit:{self.rlimit}",
-                f"/timeLimit:{self.time_limit}", filename]  # fmt: skip
+                f"/timeLimit:{self.time_limit}", *(f"/z3opt:{o}" for o in opts), filename]  # fmt: skip
 
-    def verify(self, program: str) -> tuple[VerifierReport, SandboxResult]:
-        """Verify `program` in a throw-away copy; the report and the raw run."""
-        res = self.sandbox.run(self.argv(), {"task.dfy": program}, limits=self.limits)
+    def verify(
+        self, program: str, *, cpu_s: float | None = None, z3_options: tuple[str, ...] | None = None
+    ) -> tuple[VerifierReport, SandboxResult]:
+        """Verify `program` in a throw-away copy; the report and the raw run. `cpu_s` replaces the
+        CPU-time backstop per process of `limits`, `z3_options` the verifier's, for this run."""
+        limits = self.limits if cpu_s is None else dataclasses.replace(self.limits, cpu_s=float(cpu_s))
+        res = self.sandbox.run(self.argv(z3_options=z3_options), {"task.dfy": program}, limits=limits)
         output = clean_output(res.stdout + "\n" + res.stderr)
         return parse_output(output), res

@@ -37,6 +37,9 @@ def test_weak_bound_fails_its_repair_verifies_and_verdicts_are_cached(
     state = AgentState(task)
     first = evaluator(tmp_path / "v.sqlite")
     slipped, fixed = first.check_many(state, [Action(draft), Action(repair)])
+    # the reference is verified once for the task's budget (issue 33); the repair restores it, so
+    # its check is that verdict: two runs
+    assert repair.strip() == task.reference.strip()
     assert first.runs == 2 and not slipped.solved and slipped.status == "ok" and fixed.solved
     assert "invariant" in slipped.feedback or "not verified" in slipped.feedback
     first.close()
@@ -89,8 +92,10 @@ def test_the_cpu_backstop_bounds_a_grinding_prover_and_keys_the_verdict(
     assert other._key(HARD + "\n") != again._key(HARD + "\n")
     # the verifier process itself stopped at the backstop: cached as the program's failure
     budget = Outcome(0.0, False, feedback="cpu", status="budget", reason="cpu")
-    monkeypatch.setattr(other, "_run", lambda text, n: budget)
+    monkeypatch.setattr(other, "_run", lambda text, n, b=None: budget)
     program = HARD.replace("{}", "{ }")
     assert other.check(AgentState(task), Action(program)).status == "budget"
-    monkeypatch.setattr(other, "_run", lambda text, n: pytest.fail("the budget verdict was not cached"))
+    monkeypatch.setattr(
+        other, "_run", lambda text, n, b=None: pytest.fail("the budget verdict was not cached")
+    )
     assert other.check(AgentState(task), Action(program)).status == "budget"

@@ -115,6 +115,6 @@ def test_a_time_out_shorter_than_boogies_timer_is_the_cpu_backstop(monkeypatch: 
     task = Task("d-t", "dafny", "p", "dafny/t", program, meta={"program": program})
     for wall, status in ((61.0, "budget"), (ev.verifier.time_limit + 5.0, "infrastructure")):
         run = SandboxResult(0, TRACE, "", b"", False, "", 0, wall, "test")
-        monkeypatch.setattr(ev.verifier, "verify", lambda text, run=run: (parse_output(TRACE), run))
+        monkeypatch.setattr(ev.verifier, "verify", lambda text, run=run, **budget: (parse_output(TRACE), run))
         action = program + f"// {status}\n"  # one program per case: the first verdict is cached
         assert ev.check(AgentState(task), Action(action)).status == status
