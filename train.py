@@ -46,6 +46,19 @@ TENSORBOARD_TAGS = (
     "rollout/ep_rew_mean",
     "rollout/ep_len_mean",
     "time/fps",
+    # the field's learned selectors (cm-gym compare, --policies memrl ...): one point per seed
+    "selector/train_solved_rate",
+    "selector/records_updated",
+    "selector/records_at_initial_q",
+    "selector/q_mean",
+    "selector/q_min",
+    "selector/q_max",
+    "selector/null_actions",
+    "selector/credit_propagated",
+    "selector/pairs",
+    "selector/positive_rate",
+    "selector/train_accuracy",
+    "selector/q",
 )
 
 

@@ -57,3 +57,26 @@ def test_every_key_is_explained_on_the_tensorboard_page() -> None:
 def test_each_layout_logs_to_its_own_folder(tmp_path: Path) -> None:
     assert tensorboard_run(tmp_path, "paper", 3) == (str(tmp_path / "tensorboard" / "paper"), "seed3")
     assert tensorboard_run(tmp_path, "extended", 0) == (str(tmp_path / "tensorboard" / "extended"), "seed0")
+
+
+def test_learned_selectors_log_what_they_learned(tmp_path: Path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from cm_gym.protocol.config import ProtocolConfig
+    from cm_gym.protocol.zoo import SELECTOR_SCALARS, log_selector_stats
+
+    documented = {t for t in _tags() if t.startswith("selector/")}
+    assert documented == {f"selector/{k}" for k in SELECTOR_SCALARS} | {"selector/q"}
+    cfg = ProtocolConfig(benchmark="SQL", out_dir=tmp_path)
+    record = {"decisions": 40, "train_solved_rate": 0.5, "records_updated": 2, "q_mean": -0.25,
+              "null_actions": 3, "exploration": {"epsilon": 0.1}, "q": {"r1": -0.5, "r2": 0.0}}  # fmt: skip
+    for _ in range(2):  # a rerun replaces the seed's log instead of adding a second
+        log_selector_stats(cfg, "memrl", 1, record)
+    run = tmp_path / "tensorboard" / "memrl" / "seed1"
+    assert len(list(run.iterdir())) == 1
+    events = EventAccumulator(str(run)).Reload()
+    scalars = {tag: events.Scalars(tag) for tag in events.Tags()["scalars"]}
+    assert set(scalars) == {"selector/train_solved_rate", "selector/records_updated", "selector/q_mean",
+                            "selector/null_actions"}  # fmt: skip
+    assert [(e.step, e.value) for e in scalars["selector/q_mean"]] == [(40, -0.25)]
+    assert events.Tags()["histograms"] == ["selector/q"]
