@@ -3,6 +3,11 @@ the simulated LLM — single process and a 2-process vector env — and the shar
 the evaluator / LLM / retrieval / features (the env's `profile=True` accumulators).
 
     python bench/bench_env.py [--benchmark SQL] [--decisions 3000] [--store PATH]
+    python bench/bench_env.py --compare 5445140 [--ids cm_gym/SQL-v0 ...] [--decisions 2000] [--pairs 4]
+
+`--compare REV` times this tree against commit REV instead, interleaved A B A B, each from a fresh
+`gym.make` over its first `--decisions` decisions, in decisions per CPU-second, with the ratio per
+pair and its median (`bench/_env_compare.py`).
 
 Target (issue 5): ≥ 500 decisions/s per core. The policy is uniformly random over valid actions,
 so both skips and record revisions are exercised.
@@ -73,7 +78,15 @@ def main() -> None:
     parser.add_argument(
         "--store", default=None, help="frozen store (default: the benchmark's default snapshot)"
     )
+    parser.add_argument("--compare", metavar="REV", default=None, help="time this tree against commit REV")
+    parser.add_argument("--ids", nargs="+", default=["cm_gym/SQL-v0"], help="env ids for --compare")
+    parser.add_argument("--pairs", type=int, default=4, help="A/B pairs for --compare")
     args = parser.parse_args()
+    if args.compare:
+        from _env_compare import compare
+
+        compare(args.compare, args.ids, args.decisions, args.pairs)
+        return
 
     t0 = time.perf_counter()
     env = make_env(args.benchmark, args.store, profile=True)
