@@ -113,3 +113,19 @@ def test_write_plots_writes_the_three_files_and_stays_importable_from_report(tmp
     paths = report.write_plots(_results(), tmp_path)
     assert [p.name for p in paths] == ["score.png", "tokens.png", "learning_curve.png"]
     assert all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_every_image_the_docs_show_exists_and_is_not_empty() -> None:
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    shown = [
+        (page, target)
+        for page in sorted((root / "docs").rglob("*.md"))
+        for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)", page.read_text(encoding="utf-8"))
+        if not target.startswith(("http://", "https://"))
+    ]
+    assert any(t.endswith("quick-score.png") for _, t in shown)
+    for page, target in shown:
+        image = page.parent / target
+        assert image.is_file() and image.stat().st_size > 1000, f"{page.relative_to(root)} shows {target}"
