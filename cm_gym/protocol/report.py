@@ -1,15 +1,17 @@
-"""The main job's outputs: the results table (text that fits 100 columns, Markdown or JSON) and
-plots — each metric per policy with its spread over seeds, on an axis zoomed to the values (80
-vs 93 must not look flat), values labelled — and the selectors' learning curves (validation return
-against training decisions, per seed and their mean)."""
+"""The main job's outputs: the results table (text that fits 100 columns, Markdown or JSON); the
+plots (`write_plots`: score with paired CIs, tokens, learning curves per layout) live in
+`cm_gym.protocol.figures` and stay importable from here."""
 
 from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
+
+# the plots moved to figures.py; importable from here too (explicit re-exports)
+from cm_gym.protocol.figures import learning_curve as learning_curve
+from cm_gym.protocol.figures import write_plots as write_plots
 
 COLUMNS = (
     ("Score", "score", "{:.1f}"),
@@ -249,99 +251,3 @@ def results_json(results: Mapping[str, Any]) -> dict[str, Any]:
         "store_records": results["snapshot"]["records"],
         "rows": rows,
     }
-
-
-def _zoomed(ax: Any, lows: Sequence[float], highs: Sequence[float]) -> None:
-    """y-limits around the data (not from 0), so small differences are visible."""
-    lo, hi = min(lows), max(highs)
-    pad = 0.15 * (hi - lo) if hi > lo else max(abs(hi) * 0.05, 0.5)
-    ax.set_ylim(lo - pad, hi + pad)
-
-
-def _metric_plot(results: Mapping[str, Any], key: str, title: str, fmt: str, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    policies = list(results["policies"].values())
-    labels = [res["label"].split(" (")[0] for res in policies]
-    means = [res["mean"][key]["mean"] or 0.0 for res in policies]
-    stds = [res["mean"][key]["std"] or 0.0 for res in policies]
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
-    xs = range(len(policies))
-    ax.errorbar(xs, means, yerr=stds, fmt="o", capsize=5, color="#4c72b0", ms=7)
-    for x, m, s in zip(xs, means, stds, strict=True):
-        ax.annotate(fmt.format(m) + (f" ± {fmt.format(s)}" if s else ""), (x, m + s), textcoords="offset points",
-                    xytext=(0, 6), ha="center", fontsize=8)  # fmt: skip
-    _zoomed(
-        ax,
-        [m - s for m, s in zip(means, stds, strict=True)],
-        [m + s for m, s in zip(means, stds, strict=True)],
-    )
-    top = ax.get_ylim()[1]
-    ax.set_ylim(ax.get_ylim()[0], top + 0.12 * (top - ax.get_ylim()[0]))  # room for the labels
-    ax.set_xticks(list(xs), labels, rotation=15)
-    ax.set_xlim(-0.5, len(policies) - 0.5)
-    ax.grid(axis="y", alpha=0.3)
-    ax.set_title(f"{results['config']['benchmark']}: {title} (mean ± std over seeds; axis not from 0)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
-def learning_curve(training: Sequence[Mapping[str, Any]], benchmark: str, path: Path) -> Path | None:
-    """Validation return against training decisions: one thin line per seed, their mean bold."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    runs = [t for t in training if t.get("history")]
-    if not runs:
-        return None
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
-    by_step: dict[float, list[float]] = {}
-    values = []
-    for t in runs:
-        steps = [h["step"] for h in t["history"]]
-        vals = [h["val_return"] for h in t["history"]]
-        values += vals
-        ax.plot(steps, vals, "o-", lw=1, ms=3, alpha=0.45, label=f"seed {t['seed']}")
-        for s, v in zip(steps, vals, strict=True):
-            by_step.setdefault(s, []).append(v)
-    steps = sorted(s for s, v in by_step.items() if len(v) == len(runs))
-    if steps:
-        mean = [float(np.mean(by_step[s])) for s in steps]
-        ax.plot(steps, mean, "-", lw=2.5, color="black", label="mean")
-        for s, m in zip(steps, mean, strict=True):
-            ax.annotate(
-                f"{m:.2f}", (s, m), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8
-            )
-    _zoomed(ax, values, values)
-    ax.set_xlabel("training decisions")
-    ax.set_ylabel("validation return")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    ax.set_title(f"{benchmark}: masked-DQN learning curves (validation return per checkpoint)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
-def write_plots(
-    results: Mapping[str, Any], out_dir: Path, training: Sequence[Mapping[str, Any]] | None = None
-) -> list[Path]:
-    """``score.png`` and ``tokens.png`` (per policy) and, when selectors were trained (in
-    `results["training"]` or `training`), ``learning_curve.png``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    out_dir = Path(out_dir)
-    paths = [
-        _metric_plot(results, "score", "score (0–100)", "{:.1f}", out_dir / "score.png"),
-        _metric_plot(results, "total_tokens_m", "task-run tokens (M)", "{:.3f}", out_dir / "tokens.png"),
-    ]
-    curve = learning_curve(
-        training or results.get("training") or [],
-        results["config"]["benchmark"],
-        out_dir / "learning_curve.png",
-    )
-    return paths + ([curve] if curve is not None else [])
