@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import shutil
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from rich import box
 from rich.cells import cell_len
@@ -29,7 +29,7 @@ def terminal_width(fallback: int = FALLBACK_WIDTH) -> int:
     return shutil.get_terminal_size((fallback, 24)).columns
 
 
-#: The narrowest the first column (the names) gets before the other columns wrap.
+#: The narrowest the wrapping column (by default the first: the names) gets before the others wrap.
 MIN_NAME_WIDTH = 12
 #: Columns are two spaces apart: one of padding, one of divider.
 GAP = 2
@@ -45,18 +45,20 @@ def natural_width(rows: Sequence[Sequence[str]]) -> int:
     return sum(max(cell_len(row[i]) for row in rows) for i in range(n)) + GAP * (n - 1)
 
 
-def column_widths(rows: Sequence[Sequence[str]], width: int) -> list[int]:
+def column_widths(rows: Sequence[Sequence[str]], width: int, wrap: int = 0) -> list[int]:
     """Each column's text width so the table fits `width`: every column as wide as its widest
-    cell where that fits; else the first column (the names) narrows to `MIN_NAME_WIDTH`, then
-    the others narrow to their longest word (their cells wrap at spaces: no number or header is
-    split), then the names to theirs; only then do long words fold."""
+    cell where that fits; else column `wrap` (by default the first: the names) narrows to
+    `MIN_NAME_WIDTH`, then the others narrow to their longest word (their cells wrap at spaces:
+    no number or header is split), then column `wrap` to its longest word; only then do long
+    words fold."""
     n = len(rows[0])
     widths = [max(cell_len(row[i]) for row in rows) for i in range(n)]
     words = [max(_longest_word(row[i]) for row in rows) for i in range(n)]
     budget = max(width - GAP * (n - 1), n)
+    narrow = min(widths[wrap], max(words[wrap], MIN_NAME_WIDTH))
     floors = [
-        [min(widths[0], max(words[0], MIN_NAME_WIDTH))] + widths[1:],
-        [min(widths[0], max(words[0], MIN_NAME_WIDTH))] + words[1:],
+        [narrow if i == wrap else widths[i] for i in range(n)],
+        [narrow if i == wrap else words[i] for i in range(n)],
         words,
         [1] * n,
     ]
@@ -70,7 +72,9 @@ def column_widths(rows: Sequence[Sequence[str]], width: int) -> list[int]:
     return widths
 
 
-def _table(rows: Sequence[Sequence[str]], widths: Sequence[int], *, separated: bool) -> Table:
+def _table(
+    rows: Sequence[Sequence[str]], widths: Sequence[int], *, separated: bool, right: Collection[int]
+) -> Table:
     table = Table(
         box=PLAIN,
         show_edge=False,
@@ -79,8 +83,9 @@ def _table(rows: Sequence[Sequence[str]], widths: Sequence[int], *, separated: b
         show_lines=separated,
         highlight=False,
     )
-    for header, w in zip(rows[0], widths, strict=True):
-        table.add_column(Text(header), overflow="fold", width=w)
+    for i, (header, w) in enumerate(zip(rows[0], widths, strict=True)):
+        justify = "right" if i in right else "left"
+        table.add_column(Text(header), overflow="fold", width=w, justify=justify)
     for row in rows[1:]:
         table.add_row(*(Text(cell) for cell in row))
     return table
@@ -99,15 +104,21 @@ def _console(width: int) -> Console:
     )
 
 
-def render(rows: Sequence[Sequence[str]], width: int | None = None) -> list[str]:
+def render(
+    rows: Sequence[Sequence[str]],
+    width: int | None = None,
+    *,
+    wrap: int = 0,
+    right: Collection[int] = (),
+) -> list[str]:
     """`rows` (the header first) as plain-text lines no wider than `width` (default: the
-    terminal's, `terminal_width`): columns two spaces apart, a dashed rule under the header.
-    Where the table does not fit, cells wrap at spaces as `column_widths` says (the names
-    first); a blank line then separates the rows, so a wrapped name reads as one. Nothing is
-    cut."""
+    terminal's, `terminal_width`): columns two spaces apart (those in `right` right-aligned), a
+    dashed rule under the header. Where the table does not fit, cells wrap at spaces as
+    `column_widths` says (column `wrap` first: by default the names); a blank line then
+    separates the rows, so a wrapped cell reads as one. Nothing is cut."""
     width = terminal_width() if width is None else width
-    widths = column_widths(rows, width)
+    widths = column_widths(rows, width, wrap)
     console = _console(max(width, sum(widths) + GAP * (len(widths) - 1)))
     with console.capture() as capture:
-        console.print(_table(rows, widths, separated=natural_width(rows) > width))
+        console.print(_table(rows, widths, separated=natural_width(rows) > width, right=right))
     return [line.rstrip() for line in capture.get().splitlines()]

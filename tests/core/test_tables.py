@@ -69,3 +69,11 @@ def test_the_default_width_is_the_terminal_s(monkeypatch: pytest.MonkeyPatch) ->
     assert terminal_width() == 33 and max(map(len, render(ROWS))) <= 33
     monkeypatch.delenv("COLUMNS")
     assert terminal_width() >= 1 and FALLBACK_WIDTH == 100
+
+
+def test_another_column_can_wrap_first_and_numbers_align_right() -> None:
+    rows = [["id", "n", "condition"], ["r1", "7", "a_b(1) AND c_d(2) AND e_f(3)"], ["r2", "12", "none"]]
+    lines = render(rows, width=20, wrap=2, right=(1,))
+    assert max(map(len, lines)) <= 20 and "…" not in "\n".join(lines)
+    assert lines[2].startswith("r1   7  a_b(1) AND") and lines[-1].startswith("r2  12  none")
+    assert column_widths(rows, 20, wrap=2)[:2] == [2, 2]
