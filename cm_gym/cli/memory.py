@@ -89,20 +89,28 @@ def _open(path: Path) -> Any:
     return load_readonly(path)
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def _short(text: str, n: int) -> str:
-    text = " ".join(text.split())
+    text = _one_line(text)
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from cm_gym.core.tables import render
+
     store = _open(args.store)
     records = store.records[: args.limit] if args.limit else store.records
-    print(f"{'id':16}  {'contrast key':24}  {'Δ':>4}  {'u':>6}  {'uses':>4}  {'source':14}  condition")
-    for r in records:
-        print(
-            f"{r.record_id:16}  {_short(r.contrast_key, 24):24}  {r.delta:4.2f}  {r.u:+6.3f}  {r.uses:4d}  "
-            f"{_short(r.source_task_id, 14):14}  {_short(r.condition or 'none', 70)}"
-        )
+    rows = [["id", "contrast key", "Δ", "u", "uses", "source", "condition"]]
+    rows += [
+        [r.record_id, _one_line(r.contrast_key), f"{r.delta:.2f}", f"{r.u:+.3f}", str(r.uses),
+         _one_line(r.source_task_id), _one_line(r.condition or "none")]
+        for r in records
+    ]  # fmt: skip
+    # the condition (the last column) wraps first; nothing is cut
+    print("\n".join(render(rows, wrap=len(rows[0]) - 1, right=(2, 3, 4))))
     print(f"{len(records)} of {len(store)} records ({store.domain}, {store.path})")
     return 0
 

@@ -1,6 +1,7 @@
-"""The main job's outputs: the results table (text that fits 100 columns, Markdown or JSON); the
-plots (`write_plots`: score with paired CIs, tokens, learning curves per layout) live in
-`cm_gym.protocol.figures` and stay importable from here."""
+"""The main job's outputs: the results table (text that fits the terminal, wrapping rather than
+cutting names — `cm_gym.core.tables`; Markdown or JSON); the plots (`write_plots`: score with
+paired CIs, tokens, learning curves per layout) live in `cm_gym.protocol.figures` and stay
+importable from here."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import json
 import textwrap
 from collections.abc import Mapping
 from typing import Any
+
+from cm_gym.core.tables import natural_width, render, terminal_width
 
 # the plots moved to figures.py; importable from here too (explicit re-exports)
 from cm_gym.protocol.figures import learning_curve as learning_curve
@@ -39,6 +42,7 @@ SHORT = {
     "First decision": "1st dec",
     "Helpful use": "Help",
 }
+#: The width of text written where no terminal is (`cm_gym.core.tables.FALLBACK_WIDTH`).
 WIDTH = 100
 FORMATS = ("text", "markdown", "json")
 
@@ -53,13 +57,6 @@ def _cell(metric: Mapping[str, Any] | None, fmt: str, show_std: bool) -> str:
     return text
 
 
-def _aligned(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return lines
-
-
 def columns(results: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
     """The table's columns: `COLUMNS`, with the first-decision score beside the score when any
     policy's results carry it (results written before it existed do not)."""
@@ -68,14 +65,12 @@ def columns(results: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
     return COLUMNS
 
 
-def _rows(results: Mapping[str, Any], std: str, short: bool, label_width: int | None) -> list[list[str]]:
+def _rows(results: Mapping[str, Any], std: str, short: bool) -> list[list[str]]:
     cols = columns(results)
     header = ["Policy"] + [SHORT.get(c[0], c[0]) if short else c[0] for c in cols]
     rows = [header]
     for res in results["policies"].values():
         label = str(res["label"])
-        if label_width is not None and len(label) > label_width:
-            label = label[: label_width - 1] + "…"
         cells = [
             _cell(res["mean"].get(key), fmt, show_std=std == "all" or (std == "score" and i == 0))
             for i, (_, key, fmt) in enumerate(cols)
@@ -139,10 +134,12 @@ def _none_only(results: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def results_table(results: Mapping[str, Any], fmt: str = "text", width: int = WIDTH) -> str:
-    """The results as text (every line ≤ `width`), a Markdown table or JSON. Rates keep their own
-    denominators: calls and failures per solved task, coverage per retrieval opportunity, harmful
-    use per selected record use."""
+def results_table(results: Mapping[str, Any], fmt: str = "text", width: int | None = None) -> str:
+    """The results as text (every line ≤ `width`, by default the terminal's width or `WIDTH`
+    where there is no terminal), a Markdown table or JSON. Rates keep their own denominators:
+    calls and failures per solved task, coverage per retrieval opportunity, harmful use per
+    selected record use. To fit, the text drops the std beside every metric but the score, then
+    shortens headers (explained under the table), then wraps cells; it never cuts a name."""
     if fmt == "json":
         return json.dumps(results_json(results), indent=2)
     if fmt not in FORMATS:
@@ -152,12 +149,12 @@ def results_table(results: Mapping[str, Any], fmt: str = "text", width: int = WI
         results = _none_only(results)
     if fmt == "markdown":
         return (_empty_store_line(results) + "\n\n" if empty else "") + markdown_table(results)
-    attempts = [("all", False, None), ("score", False, None), ("score", True, None)]
-    attempts += [("score", True, n) for n in (24, 20, 16, 12)]
-    for std, short, label_width in attempts:
-        lines = _aligned(_rows(results, std, short, label_width))
-        if max(map(len, lines)) <= width:
+    width = terminal_width(WIDTH) if width is None else width
+    for std, short in (("all", False), ("score", False), ("score", True)):
+        rows = _rows(results, std, short)
+        if natural_width(rows) <= width:
             break
+    lines = render(rows, width)
     foot = _footnote(results)
     if short:
         foot += (
@@ -186,38 +183,32 @@ CI_KINDS = (
 )
 
 
-def _ci_rows(
-    results: Mapping[str, Any], label_width: int | None = None, key: str = "paired_ci"
-) -> list[list[str]]:
+def _ci_rows(results: Mapping[str, Any], key: str = "paired_ci") -> list[list[str]]:
     rows = [["Policy", "vs Random valid", "vs Top-1"]]
     for res in results["policies"].values():
         label = str(res["label"])
-        if label_width is not None and len(label) > label_width:
-            label = label[: label_width - 1] + "…"
         ci = res.get(key, {})
         rows.append([label, _ci(ci.get("vs_random")), _ci(ci.get("vs_top1"))])
     return rows
 
 
-def ci_table(results: Mapping[str, Any], width: int = WIDTH) -> list[str]:
+def ci_table(results: Mapping[str, Any], width: int | None = None) -> list[str]:
     """Paired score differences against random valid and top-1, two ways (SPEC §8): over tasks
     with each policy's seeds averaged per task first (seeds fixed), and over seeds and tasks (the
-    two-level bootstrap, where results carry it); 95% percentile bootstrap."""
+    two-level bootstrap, where results carry it); 95% percentile bootstrap. Lines ≤ `width` (by
+    default the terminal's), names wrapped, never cut."""
+    width = terminal_width(WIDTH) if width is None else width
     out: list[str] = []
     for key, heading in CI_KINDS:
         if not any(key in res for res in results["policies"].values()):
             continue
-        for label_width in (None, 30, 24, 16):
-            lines = _aligned(_ci_rows(results, label_width, key))
-            if max(map(len, lines)) <= width:
-                break
-        out += ["", heading, *lines]
+        out += ["", *textwrap.wrap(heading, width), *render(_ci_rows(results, key), width)]
     return out
 
 
 def markdown_table(results: Mapping[str, Any]) -> str:
     """A GitHub Markdown table (mean ± std everywhere) and its footnote."""
-    rows = _rows(results, "all", False, None)
+    rows = _rows(results, "all", False)
     lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
     for key, heading in CI_KINDS:

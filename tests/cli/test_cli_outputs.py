@@ -95,7 +95,7 @@ def test_the_table_fits_100_columns_and_has_markdown_and_json_forms() -> None:
     results = _fake_results(
         ["None (always skip)", "A rather long custom policy name from a user package", "CF"]
     )
-    text = results_table(results)
+    text = results_table(results, width=100)
     assert max(map(len, text.splitlines())) <= 100 and "83.3 ± 1.2" in text
     markdown = results_table(results, "markdown").splitlines()
     assert markdown[0].startswith("| Policy | Score |") and markdown[1].startswith("|---|")
@@ -110,7 +110,7 @@ def test_short_headers_name_their_denominator_not_seconds() -> None:
     from cm_gym.protocol.report import SHORT
 
     results = _fake_results(["A rather long custom policy name from a user package"] * 2)
-    text = results_table(results)
+    text = results_table(results, width=100)
     header = text.splitlines()[0].split()
     assert (
         "Calls/sol" in header

@@ -30,7 +30,7 @@ def test_build_resume_freeze_and_inspect(
     rid = frozen.records[0].record_id
     assert main(["memory", "list", str(snap)]) == 0
     text = capsys.readouterr().out
-    assert rid in text and "cmp:GT->GTE" in text
+    assert rid in text and "cmp:GT->GTE" in text and "…" not in text  # conditions wrap, never cut
     assert main(["memory", "show", str(snap), rid[:8]]) == 0
     text = capsys.readouterr().out
     assert f"record        {rid}" in text and "as shown to the agent" in text and "at least" in text

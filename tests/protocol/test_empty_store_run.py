@@ -44,7 +44,7 @@ def test_an_empty_store_trains_no_selector_and_every_policy_equals_none(empty_ru
 
 def test_the_table_of_an_empty_store_is_one_line_and_the_none_row(empty_run: tuple) -> None:
     _, results = empty_run
-    text = results_table(results)
+    text = results_table(results, width=100)
     lines = text.splitlines()
     assert lines[0] == (
         "The store holds 0 records: every policy equals None and no selector was trained (None shown alone)."

@@ -47,7 +47,7 @@ def test_custom_policies_share_the_protocol_with_the_builtins() -> None:
     assert policies["careless"]["masked_actions"] > 0
     # the hand-written "highest valid slot" is exactly the spy's rule: same episodes, same score
     assert policies["factory"]["mean"]["score"] == policies["spy"]["mean"]["score"]
-    table = results_table(results)
+    table = results_table(results, width=100)
     assert "careless" in table and "masked action" in table and max(map(len, table.splitlines())) <= 100
     with pytest.raises(MaskedActionError, match="masked action 4"):
         cm_gym.evaluate_policies(

@@ -52,7 +52,7 @@ def test_tables_show_the_first_decision_beside_the_score_and_name_the_cascade() 
     assert cascade["policies"]["none"]["label"] == CASCADE_LABEL and "None" not in CASCADE_LABEL
     md = markdown_table(plain).splitlines()
     assert md[0].startswith("| Policy | Score | First decision |") and "| 100.0 | 50.0 |" in md[2]
-    text = results_table(cascade)
+    text = results_table(cascade, width=100)
     assert "Cascade" in text and max(map(len, text.splitlines())) <= 100
     row = results_json(plain)["rows"][0]
     assert row["first_decision_score"]["mean"] == 50.0 and row["score"]["mean"] == 100.0

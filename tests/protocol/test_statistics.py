@@ -116,7 +116,7 @@ def _results() -> dict:
 
 def test_results_table_reports_both_intervals() -> None:
     results = _results()
-    lines = "\n".join(ci_table(results))
+    lines = "\n".join(ci_table(results, width=100))
     assert "seeds averaged per task" in lines and "seeds and tasks resampled" in lines
     assert max(len(line) for line in lines.splitlines()) <= 100
     task_only = results["policies"]["cf_memory"]["paired_ci"]["vs_random"]
