@@ -68,3 +68,29 @@ def test_one_chart_row_per_table_row(tmp_path: Path) -> None:
             plt.close(fig)
     assert mod.main(["--out-dir", str(tmp_path)]) == 0
     assert {p.name for p in tmp_path.iterdir()} == {"real-mistakes.png", "real-model.png"}
+
+
+def test_run_folders_go_through_the_table_scripts(tmp_path: Path) -> None:
+    """Given run folders, the rows come from real_mistake_table.py / real_model_table.py's readers."""
+    from tests.protocol.test_real_mistake_table import _main_policies, _write_run
+
+    run = _write_run(
+        tmp_path, "recorded:gpt-4-zero-shot", "sampled", _main_policies(), [("cmp:EQ->NEQ", "real", "edit")]
+    )
+    mod = _module()
+    tables = mod.from_runs([str(run)], [f"my run={run / 'results.json'}"])
+    mistakes, model = mod.rows_of(tables["mistakes"]), mod.rows_of(tables["model"])
+    assert [r.label for r in mistakes] == ["recorded:gpt-4-zero-shot, paper's (tasks by seed)"]
+    assert mistakes[0].scores == {
+        "None": 50.0,
+        "Top-1": 51.0,
+        "Random": 52.0,
+        "CF Memory": 53.0,
+        "Oracle": 75.0,
+    }
+    assert mistakes[0].cis == {"CF − Random": (-1.0, -2.0, 0.0), "CF − Top-1": (-3.0, -4.0, 0.5)}
+    assert [r.label for r in model] == ["my run"] and model[0].scores["Oracle"] == 75.0
+    assert set(model[0].cis) == {"CF − None", "CF − Random"}
+    out = tmp_path / "images"
+    assert mod.main(["--mistakes", str(run), "--out-dir", str(out)]) == 0
+    assert [p.name for p in out.iterdir()] == ["real-mistakes.png"]

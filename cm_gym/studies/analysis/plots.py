@@ -49,7 +49,7 @@ def _scores_panel(ax: Any, result: dict[str, Any]) -> None:
             value = float(scores[key]["score"])
             ax.axvline(value, color=colour, ls=style, lw=1.2, label=f"{label} = {value:.1f}")
     ax.set_yticks(ys, names)
-    ax.set_ylim(len(names) - 0.5, -0.5)
+    ax.set_ylim(max(len(names), 1) - 0.5, -0.5)
     ax.set_xlim(0, 100)
     ax.set_xlabel("score on T_eval (0–100; bars from 0)")
     _legend_below(ax)
@@ -68,7 +68,7 @@ def _slots_panel(ax: Any, rows: list[dict[str, Any]]) -> None:
         ax.barh([y + (k - 1) * height for y in range(len(rows))], [100 * float(r[key]) for r in rows],
                 height, label=legend, color=colour)  # fmt: skip
     ax.set_yticks(list(range(len(rows))), labels)
-    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_ylim(max(len(rows), 1) - 0.5, -0.5)
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of uses of the slot (bars from 0)")
     _legend_below(ax)
@@ -81,8 +81,10 @@ def _auc_panel(ax: Any, feature_auc: dict[str, float | None]) -> None:
     ys = list(range(len(aucs)))
     ax.barh(ys, list(aucs.values()), color="#8172b2", height=0.6)
     ax.axvline(0.5, color="black", lw=1, ls="--", label="0.5 = no signal")
+    if not aucs:
+        ax.text(0.5, 0.0, "no AUC: every use had the same outcome", ha="center", va="center", fontsize=8)
     ax.set_yticks(ys, list(aucs))
-    ax.set_ylim(len(aucs) - 0.5, -0.5)
+    ax.set_ylim(max(len(aucs), 1) - 0.5, -0.5)
     ax.set_xlim(0, 1)
     ax.set_xlabel("AUC: using the slot beats skip (bars from 0)")
     _legend_below(ax)

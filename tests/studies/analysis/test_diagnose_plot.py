@@ -90,3 +90,9 @@ def test_labels_do_not_overlap(tmp_path: Path) -> None:
         plt.close(fig)
     path = write_diagnose_plot(_result(), tmp_path)
     assert path == tmp_path / "diagnose.png" and path.stat().st_size > 10_000
+
+
+def test_a_diagnosis_with_no_auc_and_no_slot_rows_still_draws(tmp_path: Path) -> None:
+    result = _result() | {"feature_auc": dict.fromkeys(SLOT_FEATURE_NAMES), "slots": []}
+    del result["scores"]["cf_memory"]
+    assert write_diagnose_plot(result, tmp_path).stat().st_size > 10_000
