@@ -36,6 +36,12 @@ env = gym.make(env_id)
 cpu_s, wall_s = cpu() - c0, time.perf_counter() - w0
 store = env.unwrapped.store
 summary = BuildSummary.from_counters(store.counters)
+made = {
+    "cpu_s": cpu_s, "wall_s": wall_s, "records": len(store.records), "build_tasks": summary.tasks,
+    "solved": summary.solved, "failures_expanded": summary.failures_expanded,
+    "rejected": summary.rejected,
+}
+print("MADE " + json.dumps(made), flush=True)
 rng = np.random.default_rng(0)
 obs, info = env.reset(seed=0)
 with_record = 0
@@ -45,11 +51,7 @@ for _ in range(decisions):
     obs, _, term, trunc, info = env.step(int(rng.choice(np.flatnonzero(mask))))
     if term or trunc:
         obs, info = env.reset()
-print("RESULT " + json.dumps({
-    "cpu_s": cpu_s, "wall_s": wall_s, "records": len(store.records), "build_tasks": summary.tasks,
-    "solved": summary.solved, "failures_expanded": summary.failures_expanded,
-    "rejected": summary.rejected, "decisions": decisions, "with_record": with_record,
-}))
+print("RESULT " + json.dumps({**made, "decisions": decisions, "with_record": with_record}))
 """
 
 #: slow first (dafny, coq) last: the fast ones finish whatever happens to the slow ones
@@ -78,8 +80,13 @@ def measure(env_id: str, decisions: int, timeout: float) -> dict:
                 timeout=timeout,
                 check=False,
             )
-        except subprocess.TimeoutExpired:
-            return {"id": env_id, "error": f"> {timeout / 60:.0f} min"}
+        except subprocess.TimeoutExpired as exc:  # the make may have finished, the decisions not
+            stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+            made = [json.loads(x[len("MADE ") :]) for x in stdout.splitlines() if x.startswith("MADE ")]
+            late = f"> {timeout / 60:.0f} min"
+            if made:
+                return {"id": env_id, **made[0], "decisions": decisions, "with_record": late}
+            return {"id": env_id, "error": late}
     for line in out.stdout.splitlines():
         if line.startswith("RESULT "):
             return {"id": env_id, **json.loads(line[len("RESULT ") :])}
@@ -91,7 +98,7 @@ def row(r: dict) -> str:
         return f"| `{r['id']}` | {r['error']} | | | | |"
     return (
         f"| `{r['id']}` | {r['cpu_s']:.1f} | {r['wall_s']:.1f} | {r['records']} | {r['build_tasks']} "
-        f"| {r['with_record']} / {r['decisions']} |"
+        f"| {r['with_record']} of {r['decisions']} |"
     )
 
 
