@@ -137,7 +137,7 @@ def test_the_example_plugin_store_has_a_record_for_every_slip_family(tmp_path: P
     error model, retrieved at most held-out decisions (before issue 26: 1 record)."""
     env = {
         **os.environ,
-        "PYTHONPATH": str(REPO / "examples" / "cm_gym_ranges"),
+        "PYTHONPATH": os.pathsep.join((str(REPO / "examples" / "cm_gym_ranges"), str(REPO))),  # this tree
         "CM_GYM_CACHE": str(tmp_path / "cache"),
         "CM_GYM_PROGRESS": "0",
     }
@@ -153,9 +153,10 @@ def test_the_example_plugin_store_has_a_record_for_every_slip_family(tmp_path: P
     keys = next(line for line in out.stdout.splitlines() if line.startswith("KEYS")).split()[1:]
     assert set(keys) >= {"start:+1", "stop:+1", "stop:-1", "step:added"}
     _, records, _, retrieved, _, decisions = out.stdout.splitlines()[-1].split()
-    assert int(records) >= MIN_USEFUL_RECORDS
+    assert int(records) >= 6  # one per slip family (docs/tutorials/add-benchmark.md)
     assert int(retrieved) > 0.5 * int(decisions)
-    assert "holds only" not in out.stderr
+    # under MIN_USEFUL_RECORDS (10) it says so, in one line, once for the make and the snapshot
+    assert out.stderr.count("holds only") == (int(records) < MIN_USEFUL_RECORDS)
 
 
 @pytest.mark.slow
