@@ -5,8 +5,9 @@ build tasks, and how many of the first 200 random-valid decisions had an action 
 
 Each id runs in a fresh interpreter on a fresh temporary ``CM_GYM_CACHE``, so its default store is
 built as a user's first ``gym.make`` builds it. CPU seconds are the child's
-``getrusage(RUSAGE_SELF) + getrusage(RUSAGE_CHILDREN)`` delta around ``gym.make`` (the build's own
-subprocesses, e.g. dafny or coqc, included); wall seconds are ``time.perf_counter`` around the same
+``getrusage(RUSAGE_SELF) + getrusage(RUSAGE_CHILDREN)`` delta around ``gym.make`` plus the CPU of
+descendants still alive at its end (an evaluator's worker pool, and what those workers reaped:
+dafny, coqc, sandboxed tests; needs psutil, else they are not counted); wall seconds are ``time.perf_counter`` around the same
 call. An id whose make runs past ``--timeout`` seconds of wall is reported as "> N min". Prints a
 Markdown table (the one in docs/env-spec.md) and the load average at start and end.
 """
@@ -26,7 +27,20 @@ CHILD = r"""
 import json, resource, sys, time
 def cpu():
     s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime + live()
+def live():  # descendants still running (an evaluator's worker pool) and what they reaped
+    try:
+        import psutil
+    except ImportError:
+        return 0.0
+    total = 0.0
+    for p in psutil.Process().children(recursive=True):
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:
+            pass
+    return total
 import gymnasium as gym, numpy as np
 import cm_gym
 from cm_gym.memory.summary import BuildSummary
