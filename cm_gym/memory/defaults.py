@@ -133,10 +133,11 @@ def warn_if_nearly_empty(
     )
     if docs is not None:
         build = f"`cm-gym build --benchmark {benchmark} --out FILE`" if benchmark else "`cm-gym build`"
+        offer = "every decision offers only skip" if n_records == 0 else "it has few records to offer"
         message = head + (
-            "most decisions offer only skip, so a selector trained on it has little or nothing to "
-            f"learn. Why, and how to build a larger store ({build}, then gym.make(..., store=FILE)): "
-            f'{docs}, section "Default store".'
+            f"{offer}, so a selector trained on it has little or nothing to learn. Why, and how to "
+            f"build a larger store ({build}, then gym.make(..., store=FILE)): {docs}, section "
+            '"Default store".'
         )
     else:
         message = head + (
