@@ -49,8 +49,23 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_SPLIT_SEED = 12345
 #: A store with fewer records is "nearly empty": with k = 3 retrieval and applicability
-#: conditions, most decisions then see no record at all, and a selector has little to learn.
-MIN_USEFUL_RECORDS = 5
+#: conditions, most decisions then see no record at all, and a selector has little to learn. The
+#: same threshold as ``cm-gym check-domain --strict`` (`cm_gym.cli.check_domain.MIN_DEFAULT_RECORDS`).
+MIN_USEFUL_RECORDS = 10
+#: The docs page of each built-in domain (by `Domain.name`), named by the nearly-empty warning of a
+#: default store: its "Default store" section says why that store is small and what to do.
+DOCS_PAGES = {
+    "code": "docs/domains/code.md",
+    "humaneval": "docs/domains/code.md",
+    "humaneval_synth": "docs/domains/code.md",
+    "dafny": "docs/domains/dafny.md",
+    "math": "docs/domains/math.md",
+    "sat": "docs/domains/sat.md",
+    "smt": "docs/domains/smt.md",
+    "sql": "docs/domains/sql.md",
+}
+#: default stores already warned about in this process (one line per store, not one per gym.make)
+_WARNED: set[str] = set()
 STORES = "stores"
 #: Modules (relative to the cm_gym package) whose code shapes the records of a default store.
 _CORE_SOURCES = (
@@ -104,18 +119,48 @@ def _announce(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
-def warn_if_nearly_empty(what: str, n_records: int, n_tasks: int) -> str | None:
+def warn_if_nearly_empty(
+    what: str, n_records: int, n_tasks: int, *, docs: str | None = None, benchmark: str | None = None
+) -> str | None:
     """Log (WARNING) and return a one-line warning when a built store holds fewer than
-    `MIN_USEFUL_RECORDS` records; None otherwise."""
+    `MIN_USEFUL_RECORDS` records; None otherwise. `docs` (a default store's docs page) and
+    `benchmark` turn the advice into the page that says why and the command that builds more."""
     if n_records >= MIN_USEFUL_RECORDS:
         return None
-    message = (
+    head = (
         f"{what} holds only {n_records} record(s) from {n_tasks} build task(s) (fewer than "
-        f"{MIN_USEFUL_RECORDS}): memory will rarely be retrieved. Build on more tasks, or check the "
-        "domain's error model, edit operators and distil (what admission refused is in the summary)."
+        f"{MIN_USEFUL_RECORDS}): "
     )
+    if docs is not None:
+        build = f"`cm-gym build --benchmark {benchmark} --out FILE`" if benchmark else "`cm-gym build`"
+        offer = "every decision offers only skip" if n_records == 0 else "it has few records to offer"
+        message = head + (
+            f"{offer}, so a selector trained on it has little or nothing to learn. Why, and how to "
+            f"build a larger store ({build}, then gym.make(..., store=FILE)): {docs}, section "
+            '"Default store".'
+        )
+    else:
+        message = head + (
+            "memory will rarely be retrieved. Build on more tasks, or check the domain's error model, "
+            "edit operators and distil (what admission refused is in the summary)."
+        )
     logger.warning(message)
     return message
+
+
+def _warn_default_store(spec: BenchmarkSpec, target: Path, n_records: int, n_tasks: int) -> None:
+    """The nearly-empty warning of a default store, once per store per process (a vector env's
+    or a sweep's repeated gym.make does not repeat it), naming the domain's docs page."""
+    if str(target) in _WARNED:
+        return
+    if warn_if_nearly_empty(
+        f"the default {spec.name} store",
+        n_records,
+        n_tasks,
+        docs=DOCS_PAGES.get(spec.domain_name, f"the {spec.name} benchmark's docs"),
+        benchmark=spec.name,
+    ):
+        _WARNED.add(str(target))
 
 
 def default_snapshot(
@@ -173,7 +218,8 @@ def default_snapshot(
     target = folder / f"{spec.name}-{settings_key(settings)}.sqlite"
     if target.is_file():  # the read-only path: no lock, no write
         try:
-            FrozenStore.open(target)
+            cached = FrozenStore.open(target)
+            _warn_default_store(spec, target, len(cached), len(build_tasks))
             return target
         except StoreError as exc:
             logger.warning("cached snapshot %s is unusable (%s); rebuilding", target, exc)
@@ -188,7 +234,8 @@ def default_snapshot(
     try:
         if target.is_file():  # another process built it while we waited
             try:
-                FrozenStore.open(target)
+                cached = FrozenStore.open(target)
+                _warn_default_store(spec, target, len(cached), len(build_tasks))
                 return target
             except StoreError as exc:
                 logger.warning("cached snapshot %s is unusable (%s); rebuilding", target, exc)
@@ -260,4 +307,4 @@ def _build(
         Path(str(work) + suffix).unlink(missing_ok=True)
     work.with_name(f".{work.name}.lock").unlink(missing_ok=True)
     _announce(f"default {name} store ready: {n_records} records in {time.perf_counter() - started:.0f} s")
-    warn_if_nearly_empty(f"the default {name} store", n_records, len(build_tasks))
+    _warn_default_store(spec, target, n_records, len(build_tasks))
