@@ -5,7 +5,9 @@ package's export (``cm_gym/llm/real_runs/<model>.jsonl.gz`` + manifest), so that
     python bench/ship_real_run.py RUN_CACHE.sqlite qwen2.5-coder-1.5b --benchmark SpiderSQL \
         [--results RUN_DIR/results.json]
 
-Safe to run while the run goes on (the run's cache is read, never written) and again later: the
+A run enters the manifest with its replay command; CI replays only the runs whose entry says
+``"ci": true`` (set it by hand for a run short enough: the 24/24/24 SpiderSQL one takes minutes,
+the CodeHumanEvalSynth one 30). Safe to run while the run goes on (the run's cache is read, never written) and again later: the
 export only grows. Prints the manifest.
 """
 
