@@ -7,13 +7,14 @@ Served with the simulated LLM (`cm-gym serve-llm`) it lets tests and users drive
 client over real HTTP without a GPU; served over a cached OpenAI-compatible backend it is a
 caching proxy.
 
-It survives its clients: an asyncio server (idle keep-alive connections cost no thread) with a
-real listen backlog, a bounded worker pool for the backend calls, a body-size limit, time limits
-on reading a request and on idle connections, a cap on open connections, and an optional API key
+It survives its clients: uvicorn serves it (HTTP/1.1 parsed by h11, keep-alive, pipelining; idle
+connections cost no thread; `cm_gym.llm._asgi` adds the bounds uvicorn lacks) with a real listen
+backlog, a bounded worker pool for the backend calls, a body-size limit, time limits on reading a
+request head, its body, and on idle connections, a cap on open connections, and an optional API key
 (``Authorization: Bearer KEY``; any byte string but an empty one, compared as bytes in constant
-time: `cm_gym.llm.apikey`). Bad requests get OpenAI-style error bodies: 400 (malformed JSON,
-not a cm_gym prompt), 401 (API key), 404, 405, 411, 413, 422 (the backend refused: e.g. a task it
-cannot resolve), 431, 500, 503. `latency_s` adds an artificial delay to every completion — the
+time: `cm_gym.llm.apikey`). Bad requests get OpenAI-style error bodies: 400 (malformed HTTP or
+JSON, not a cm_gym prompt), 401 (API key), 404, 405, 408, 411, 413, 422 (the backend refused: e.g.
+a task it cannot resolve), 431, 500, 503, 505. `latency_s` adds an artificial delay to every completion — the
 latency of a real model, for benchmarks; it holds no worker. A backend with ``complete_chat``
 (a real model, `cm_gym.llm.local_model`) answers any chat messages with the request's
 ``max_tokens`` instead, and a reply cut there has ``finish_reason`` "length".
@@ -32,9 +33,12 @@ from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from typing import Any
 
+import uvicorn
+
 from cm_gym.core import boundedjson
 from cm_gym.core.types import CmGymError
-from cm_gym.llm._http import MAX_HEAD_BYTES, HTTPError, RequestHead, encode_response, error_body, parse_head
+from cm_gym.llm._asgi import ReadyServer, bounded_protocol
+from cm_gym.llm._http import MAX_HEAD_BYTES, HTTPError, check_head, encode_json, error_body, json_headers
 from cm_gym.llm.apikey import authorized, key_bytes
 from cm_gym.llm.base import LLM
 from cm_gym.llm.errors import PromptError
@@ -83,10 +87,23 @@ class LLMServer:
         self.request_count = 0
         self.request_log: list[tuple[float, str]] = []
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="cm-gym-llm-worker")
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._ready, self._done = threading.Event(), threading.Event()
-        self._writers: set[asyncio.StreamWriter] = set()
+        self._ready, self._done, self._started = threading.Event(), threading.Event(), False
+        config = uvicorn.Config(
+            self._asgi,
+            interface="asgi3",
+            http=bounded_protocol(max_connections, idle_timeout_s),
+            ws="none",
+            lifespan="off",
+            backlog=backlog,
+            timeout_keep_alive=idle_timeout_s,  # type: ignore[arg-type]  # a float works
+            timeout_graceful_shutdown=2,
+            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+            proxy_headers=False,
+            server_header=False,
+            access_log=False,
+            log_config=None,
+        )
+        self._server = ReadyServer(config, self._ready)
 
     @property
     def base_url(self) -> str:
@@ -96,24 +113,11 @@ class LLMServer:
     # -- life cycle ------------------------------------------------------------------------------
     def serve_forever(self, poll_interval: float | None = None) -> None:
         """Serve until `shutdown()` (or KeyboardInterrupt) in the calling thread."""
+        self._started = True
         try:
-            asyncio.run(self._serve())
+            asyncio.run(self._server.serve(sockets=[self._sock]))
         finally:
             self._done.set()
-
-    async def _serve(self) -> None:
-        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-        server = await asyncio.start_server(
-            self._connection, sock=self._sock, backlog=self.backlog, limit=MAX_HEAD_BYTES
-        )
-        self._ready.set()
-        try:
-            await self._stop.wait()
-        finally:
-            server.close()
-            for writer in list(self._writers):
-                writer.close()
-            await asyncio.sleep(0)
 
     def wait_ready(self, timeout: float = 10.0) -> None:
         if not self._ready.wait(timeout):
@@ -121,94 +125,84 @@ class LLMServer:
 
     def shutdown(self) -> None:
         """Stop `serve_forever` (from any thread) and wait for it to return."""
-        if self._loop is not None and self._stop is not None and not self._done.is_set():
-            self._loop.call_soon_threadsafe(self._stop.set)
+        self._server.should_exit = True
+        if self._started:
             self._done.wait(timeout=10)
 
     def server_close(self) -> None:
         self._sock.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    # -- one connection --------------------------------------------------------------------------
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        sock = writer.get_extra_info("socket")
-        if sock is not None:  # headers and body in one write anyway; no Nagle delay on replies
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if len(self._writers) >= self.max_connections:
-            writer.write(
-                encode_response(503, error_body("too many connections", "server_error"), keep_alive=False)
-            )
-            await _close(writer)
+    # -- the ASGI application --------------------------------------------------------------------
+    async def _asgi(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """One request: the head's bounds, the route, the reply (an OpenAI-style error body for
+        every refusal; ``Connection: close`` when the body was left unread)."""
+        if scope["type"] != "http":
             return
-        self._writers.add(writer)
+        extra: list[tuple[bytes, bytes]] = []
         try:
-            while await self._one_request(reader, writer):
-                pass
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass  # the client went away
-        except Exception:  # noqa: BLE001 - one broken connection never stops the server
-            logger.exception("LLM server connection failed")
-        finally:
-            self._writers.discard(writer)
-            await _close(writer)
-
-    async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        """Read, answer; True to keep the connection for another request."""
-        try:
-            raw_head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.idle_timeout_s)
-        except (asyncio.TimeoutError, asyncio.IncompleteReadError):
-            return False  # idle, slow, or closed: free the connection
-        except asyncio.LimitOverrunError:
-            await self._reply(
-                writer, HTTPError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "request head too large")
-            )
-            return False
-        try:
-            head = parse_head(raw_head)
-            length = head.content_length(self.max_body_bytes)
+            method = scope["method"]
+            length = check_head(method, scope["http_version"], scope["headers"], self.max_body_bytes)
+            status, payload = await self._dispatch(scope, receive, length)
+            close = False
         except HTTPError as exc:
-            await self._reply(writer, exc)
-            return False
-        try:
-            body = await asyncio.wait_for(reader.readexactly(length), self.read_timeout_s) if length else b""
-        except asyncio.TimeoutError:
-            await self._reply(
-                writer, HTTPError(HTTPStatus.REQUEST_TIMEOUT, "request body not received in time")
-            )
-            return False
-        try:
-            status, payload = await self._dispatch(head, body)
-        except HTTPError as exc:
-            await self._reply(writer, exc, keep_alive=head.keep_alive)
-            return head.keep_alive
-        writer.write(encode_response(status, payload, keep_alive=head.keep_alive))
-        await writer.drain()
-        return head.keep_alive
+            status, close = exc.status, exc.close
+            code = "invalid_api_key" if exc.status == HTTPStatus.UNAUTHORIZED else None
+            payload = error_body(exc.message, exc.kind, code)
+            if exc.status == HTTPStatus.UNAUTHORIZED:
+                extra.append((b"www-authenticate", b"Bearer"))
+        except _ClientGone:
+            return
+        body = encode_json(payload)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": json_headers(body, close=close) + extra,
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
 
-    async def _reply(self, writer: asyncio.StreamWriter, exc: HTTPError, keep_alive: bool = False) -> None:
-        extra = {"WWW-Authenticate": "Bearer"} if exc.status == HTTPStatus.UNAUTHORIZED else None
-        code = "invalid_api_key" if exc.status == HTTPStatus.UNAUTHORIZED else None
-        body = error_body(exc.message, exc.kind, code)
-        writer.write(encode_response(exc.status, body, keep_alive=keep_alive, extra=extra))
-        await writer.drain()
-
-    # -- routing ---------------------------------------------------------------------------------
-    async def _dispatch(self, head: RequestHead, body: bytes) -> tuple[int, dict[str, Any]]:
-        if self._key is not None and not authorized(head.headers.get("authorization", ""), self._key):
-            raise HTTPError(HTTPStatus.UNAUTHORIZED, "invalid or missing API key (Authorization: Bearer KEY)")
-        path = head.path
+    async def _dispatch(self, scope: dict[str, Any], receive: Any, length: int) -> tuple[int, dict[str, Any]]:
+        method, path = scope["method"], scope["path"].rstrip("/") or "/"
+        if self._key is not None:
+            given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
+            if not authorized(given, self._key):
+                raise HTTPError(
+                    HTTPStatus.UNAUTHORIZED, "invalid or missing API key (Authorization: Bearer KEY)"
+                )
         if path in ("/v1/models", "/models"):
-            if head.method != "GET":
-                raise HTTPError(HTTPStatus.METHOD_NOT_ALLOWED, f"{head.method} not allowed on {path}")
+            if method != "GET":
+                raise HTTPError(HTTPStatus.METHOD_NOT_ALLOWED, f"{method} not allowed on {path}")
             model = {"id": self.model_name, "object": "model", "created": 0, "owned_by": "cm_gym"}
             return HTTPStatus.OK, {"object": "list", "data": [model]}
         if path not in ("/v1/chat/completions", "/chat/completions"):
             raise HTTPError(HTTPStatus.NOT_FOUND, f"unknown path {path[:200]}", "not_found_error")
-        if head.method != "POST":
-            raise HTTPError(HTTPStatus.METHOD_NOT_ALLOWED, f"{head.method} not allowed on {path}")
+        if method != "POST":
+            raise HTTPError(HTTPStatus.METHOD_NOT_ALLOWED, f"{method} not allowed on {path}")
+        body = await self._read_body(receive, length)
         self.request_count += 1
         self.request_log.append((time.time(), hashlib.sha256(body).hexdigest()))
         return HTTPStatus.OK, await self._chat(body)
+
+    async def _read_body(self, receive: Any, length: int) -> bytes:
+        """The request body (`length` bytes, h11 holds the client to it) within `read_timeout_s`."""
+        chunks: list[bytes] = []
+        deadline = asyncio.get_running_loop().time() + self.read_timeout_s
+        more = length > 0
+        while more:
+            left = deadline - asyncio.get_running_loop().time()
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, left))
+            except asyncio.TimeoutError:
+                raise HTTPError(
+                    HTTPStatus.REQUEST_TIMEOUT, "request body not received in time", close=True
+                ) from None
+            if message["type"] == "http.disconnect":
+                raise _ClientGone
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        return b"".join(chunks)
 
     async def _chat(self, raw: bytes) -> dict[str, Any]:
         try:
@@ -271,6 +265,10 @@ NOT_A_CM_GYM_PROMPT = (
 )
 
 
+class _ClientGone(Exception):
+    """The client closed the connection before its body came: nothing to answer."""
+
+
 def _chat_messages(messages: list[Any]) -> list[dict[str, str]]:
     """Chat messages as ``{"role", "content"}`` strings (a 400 for anything else)."""
     out: list[dict[str, str]] = []
@@ -287,14 +285,6 @@ def _chat_messages(messages: list[Any]) -> list[dict[str, str]]:
     if not out:
         raise HTTPError(HTTPStatus.BAD_REQUEST, "messages must not be empty")
     return out
-
-
-async def _close(writer: asyncio.StreamWriter) -> None:
-    try:
-        writer.close()
-        await asyncio.wait_for(writer.wait_closed(), 2.0)
-    except (OSError, asyncio.TimeoutError):
-        pass
 
 
 def make_server(

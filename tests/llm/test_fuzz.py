@@ -1,24 +1,29 @@
 """Property-based fuzzing (Hypothesis) of every parser of untrusted LLM-layer text: the rendered
-prompt parser the server runs on request bodies, the HTTP request-head parser, and the LLM-reply
-parsers. Each must return or raise its one documented error, and round-trip what cm_gym writes.
+prompt parser the server runs on request bodies, the server's request heads (raw bytes on the
+wire, and its own head bounds), and the LLM-reply parsers. Each must return or raise its one documented error, and round-trip what cm_gym writes.
 Plus fixed hostile probes that made the old backtracking regexes run for seconds to minutes."""
 
 from __future__ import annotations
 
 import functools
+import re
+import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cm_gym.llm._http import HTTPError, parse_head
+from cm_gym.llm._http import HTTPError, check_head
 from cm_gym.llm.errors import PromptError
 from cm_gym.llm.parsers import apply_edit, format_alternatives, parse_alternatives, parse_distil, parse_judge
 from cm_gym.llm.parsers_mechanisms import parse_strategy
 from cm_gym.llm.prompts import CHAT_TEMPLATES, parse_rendered, render
+from cm_gym.llm.server import LLMServer, serve_in_thread
+from cm_gym.llm.simulated import SimulatedLLM
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # printable text without '<' (the tag character: with it a field may contain a separator, and
@@ -71,42 +76,64 @@ def test_arbitrary_messages_only_ever_raise_prompt_error(messages: list[dict[str
 _token = st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_", min_size=1, max_size=12)
 
 
-@FUZZ
-@given(st.binary(max_size=600))
-def test_http_heads_parse_or_give_an_http_error(raw: bytes) -> None:
-    try:
-        head = parse_head(raw + b"\r\n\r\n")
-    except HTTPError as exc:
-        assert 400 <= exc.status < 600 and exc.message
-        return
-    assert head.method and head.target.startswith("/")
-    try:
-        assert head.content_length(1024) >= 0
-    except HTTPError as exc:
-        assert exc.status in (400, 411, 413)
+@pytest.fixture(scope="module")
+def wire() -> Iterator[LLMServer]:
+    """One server for every example of the wire fuzz, with short head and body deadlines."""
+    server, _ = serve_in_thread(
+        SimulatedLLM(seed=1), model_name="fuzz", idle_timeout_s=0.3, read_timeout_s=0.3
+    )
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+_STATUS = re.compile(rb"HTTP/1\.[01] [1-5][0-9][0-9] ")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=st.binary(max_size=600), prefix=st.sampled_from([b"", b"GET /v1/models HTTP/1.1\r\nHost: x\r\n"]))
+def test_http_heads_on_the_wire_get_a_status_or_a_close(wire: LLMServer, raw: bytes, prefix: bytes) -> None:
+    """Any bytes as a request head (h11 parses them, `check_head` bounds them): the server answers
+    with an HTTP status or closes the connection, and keeps serving."""
+    with socket.create_connection(wire.server_address, timeout=10) as sock:
+        sock.sendall(prefix + raw + b"\r\n\r\n")
+        reply = b""
+        try:
+            while chunk := sock.recv(65536):
+                reply += chunk
+        except ConnectionResetError:
+            pass  # closed with bytes unread: a reset, which is a close
+    assert not reply or _STATUS.match(reply), reply[:80]
+
+
+def test_the_wire_fuzzed_server_still_serves(wire: LLMServer) -> None:
+    assert [m.id for m in openai.OpenAI(base_url=wire.base_url, api_key="x").models.list()] == ["fuzz"]
+
+
+_name = st.binary(min_size=1, max_size=20).map(bytes.lower)
 
 
 @FUZZ
 @given(
     method=st.sampled_from(["GET", "POST", "PUT"]),
-    path=_token,
-    headers=st.dictionaries(_token, st.text("abc 123;=/", max_size=20), max_size=8),
+    version=st.sampled_from(["1.0", "1.1", "2", "0.9"]),
+    headers=st.lists(
+        st.tuples(
+            st.one_of(_name, st.sampled_from([b"content-length", b"transfer-encoding", b"host"])),
+            st.binary(max_size=30),
+        ),
+        max_size=120,
+    ),
 )
-def test_well_formed_heads_parse_back(method: str, path: str, headers: dict[str, str]) -> None:
-    headers = {
-        k: v.strip() for k, v in headers.items() if k.lower() not in ("content-length", "transfer-encoding")
-    }
-    lowered: dict[str, str] = {}
-    for k, v in headers.items():
-        lowered[k.lower()] = v if k.lower() not in lowered else f"{lowered[k.lower()]}, {v}"
-    if len({k.lower() for k in headers} & {"authorization", "host"}) != sum(
-        1 for k in headers if k.lower() in ("authorization", "host")
-    ):
-        return  # duplicate singleton header: refused by design
-    raw = f"{method} /{path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
-    head = parse_head(raw.encode())
-    assert (head.method, head.path, head.version) == (method, "/" + path, "HTTP/1.1")
-    assert head.headers == lowered
+def test_check_head_gives_a_length_or_an_http_error(
+    method: str, version: str, headers: list[tuple[bytes, bytes]]
+) -> None:
+    try:
+        length = check_head(method, version, headers, 1024)
+    except HTTPError as exc:
+        assert exc.status in (400, 411, 413, 431, 505) and exc.message and exc.close
+        return
+    assert 0 <= length <= 1024 and version in ("1.0", "1.1") and len(headers) <= 100
 
 
 @FUZZ

@@ -4,6 +4,7 @@ right status, and an optional API key. Each probe runs over real sockets against
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import threading
@@ -76,19 +77,81 @@ def test_body_size_limit_and_malformed_http(server: LLMServer) -> None:
     big = _raw(server, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\n")
     assert big.startswith(b"HTTP/1.1 413 ") and b"limit" in big
     assert _raw(server, b"GARBAGE\r\n\r\n").startswith(b"HTTP/1.1 400 ")
-    chunked = (
-        b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
-    )
+    chunked = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
     assert _raw(server, chunked).startswith(b"HTTP/1.1 411 ")
-    assert _raw(server, b"POST /v1/chat/completions HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 411 ")
-    huge_head = b"GET /v1/models HTTP/1.1\r\nX-Pad: " + b"a" * 40000 + b"\r\n\r\n"
+    assert _raw(server, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.1 411 ")
+    huge_head = b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 40000 + b"\r\n\r\n"
     assert _raw(server, huge_head).startswith(b"HTTP/1.1 431 ")
-    assert _raw(server, b"DELETE /v1/models HTTP/1.1\r\nConnection: close\r\n\r\n").startswith(
+    endless_head = b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 40000  # never ends
+    assert _raw(server, endless_head).startswith(b"HTTP/1.1 431 ")
+    many = (
+        b"GET /v1/models HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(120)) + b"\r\n"
+    )
+    reply = _raw(server, many)
+    assert reply.startswith(b"HTTP/1.1 431 ") and b"more than 100 header lines" in reply
+    two_keys = b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: a\r\nAuthorization: b\r\n\r\n"
+    assert _raw(server, two_keys).startswith(b"HTTP/1.1 400 ")
+    assert _raw(server, b"DELETE /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").startswith(
         b"HTTP/1.1 405 "
     )
+    # HTTP/1.1 without Host is refused (RFC 9112 section 3.2; h11 enforces it), saying so
+    no_host = _raw(server, b"GET /v1/models HTTP/1.1\r\n\r\n")
+    assert no_host.startswith(b"HTTP/1.1 400 ") and b"Host" in no_host
+    # every refusal is an OpenAI-style JSON error body
+    assert json.loads(big.split(b"\r\n\r\n", 1)[1])["error"]["type"] == "invalid_request_error"
     # it still serves, with keep-alive: two requests on one connection
-    two = _raw(server, b"GET /v1/models HTTP/1.1\r\n\r\nGET /v1/models HTTP/1.1\r\nConnection: close\r\n\r\n")
+    two = _raw(
+        server,
+        b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
     assert two.count(b"HTTP/1.1 200 OK") == 2
+
+
+def test_replies_are_not_held_by_nagle(server: LLMServer) -> None:
+    """uvicorn writes a reply's head and body apart: without TCP_NODELAY on the server's side of
+    every connection, a keep-alive client waits for its delayed ACK (40 ms a request)."""
+    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
+    try:
+        conn.request("GET", "/v1/models")
+        assert conn.getresponse().read()
+        sockets = [c.transport.get_extra_info("socket") for c in server._server.server_state.connections]
+        assert sockets and all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in sockets)
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("server", [{"read_timeout_s": 0.3}], indirect=True)
+def test_a_body_that_does_not_come_is_408(server: LLMServer, toy: list[Task]) -> None:
+    """The head promises 100 bytes, 10 come: the server answers 408 and closes, and serves on."""
+    slow = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + b"{" * 10
+    reply = _raw(server, slow)
+    assert reply.startswith(b"HTTP/1.1 408 ") and b"not received in time" in reply
+    good = json.dumps({"model": "m", "messages": render_messages(DRAFT_ACTION, {"task": toy[0]})}).encode()
+    assert _post(server.base_url + "/chat/completions", good)[0] == 200
+    assert server.request_count == 1  # the cut request never reached the backend
+
+
+@pytest.mark.parametrize("server", [{"max_connections": 3}], indirect=True)
+def test_connections_over_the_cap_get_503_and_the_others_are_served(server: LLMServer) -> None:
+    host, port = server.server_address[:2]
+    held = [http.client.HTTPConnection(host, port, timeout=10) for _ in range(3)]
+    try:
+        for conn in held:  # each is open on the server once it has answered on it
+            conn.request("GET", "/v1/models")
+            assert conn.getresponse().read() and conn.sock is not None
+        over = _raw(server, b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert over.startswith(b"HTTP/1.1 503 ") and b"too many connections" in over
+        for conn in held:  # the connections under the cap keep being served, on the same sockets
+            sock = conn.sock
+            conn.request("GET", "/v1/models")
+            response = conn.getresponse()
+            assert response.status == 200 and response.read() and conn.sock is sock
+    finally:
+        for conn in held:
+            conn.close()
+    # once they are closed, new clients get in (the openai client retries the 503 until then)
+    raw = openai.OpenAI(base_url=server.base_url, api_key="EMPTY", max_retries=8)
+    assert [m.id for m in raw.models.list()] == ["probe"]
 
 
 @pytest.mark.parametrize("server", [{"idle_timeout_s": 0.5}], indirect=True)
