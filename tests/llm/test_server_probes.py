@@ -94,6 +94,7 @@ def test_body_size_limit_and_malformed_http(server: LLMServer) -> None:
     assert _raw(server, b"DELETE /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").startswith(
         b"HTTP/1.1 405 "
     )
+    assert _raw(server, b"GET /v1/models HTTP/2.0\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.1 505 ")
     # HTTP/1.1 without Host is refused (RFC 9112 section 3.2; h11 enforces it), saying so
     no_host = _raw(server, b"GET /v1/models HTTP/1.1\r\n\r\n")
     assert no_host.startswith(b"HTTP/1.1 400 ") and b"Host" in no_host
