@@ -23,6 +23,7 @@ The time to read a request *body* is bounded by the application (``read_timeout_
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 from http import HTTPStatus
@@ -32,7 +33,9 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from cm_gym.llm._http import encode_json, error_body, json_headers
+from cm_gym.llm._http import MAX_HEAD_BYTES, encode_json, error_body, json_headers
+
+_LINGER_S = 2.0  # how long a refused connection is drained before it is closed
 
 
 class _Conn(h11.Connection):
@@ -63,7 +66,7 @@ class BoundedH11Protocol(H11Protocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.conn = _Conn(h11.SERVER, self.config.h11_max_incomplete_event_size or 16 * 1024)
+        self.conn = _Conn(h11.SERVER, self.config.h11_max_incomplete_event_size or MAX_HEAD_BYTES)
         self._deadline: asyncio.TimerHandle | None = None
         self._refused = False  # over the connection cap: answered 503, closing
 
@@ -75,18 +78,19 @@ class BoundedH11Protocol(H11Protocol):
             # uvicorn writes a reply's head and body apart; asyncio sets TCP_NODELAY only on
             # sockets whose proto is TCP, and a socket from socket.create_server says 0: without
             # it, Nagle holds the body until the client's delayed ACK (40 ms a keep-alive request)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if len(self.connections) > self.max_connections:
             # before any request, so h11 has no state to send a reply from: the bytes by hand; then
             # a lingering close (half-close, discard what the client sends, close when it does or
-            # after the idle timeout), so its request does not turn the reply into a reset
+            # after at most 2 s), so its request does not turn the reply into a reset
             response, body = _reply(HTTPStatus.SERVICE_UNAVAILABLE, "too many connections", "server_error")
             head = b"".join(k + b": " + v + b"\r\n" for k, v in response.headers)
             self.transport.write(b"HTTP/1.1 503 Service Unavailable\r\n" + head + b"\r\n" + body)
             self._refused = True
             if self.transport.can_write_eof():
                 self.transport.write_eof()
-                self._arm()
+                self._arm(min(self.idle_timeout_s, _LINGER_S))
             else:
                 self.transport.close()
             return
@@ -118,9 +122,11 @@ class BoundedH11Protocol(H11Protocol):
         """A request is in progress (its head parsed, its reply not yet complete)."""
         return self.cycle is not None and not self.cycle.response_complete
 
-    def _arm(self) -> None:
+    def _arm(self, seconds: float | None = None) -> None:
         self._disarm()
-        self._deadline = self.loop.call_later(self.idle_timeout_s, self._expire)
+        self._deadline = self.loop.call_later(
+            self.idle_timeout_s if seconds is None else seconds, self._expire
+        )
 
     def _disarm(self) -> None:
         if self._deadline is not None:
