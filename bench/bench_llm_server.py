@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
         workloads = [
             ("GET /v1/models, keep-alive", http_worker(a, "GET", "/v1/models", None, True), args.requests),
             (
-                "POST chat (1 KB prompt), keep-alive",
+                "POST chat (0.8 KB prompt), keep-alive",
                 http_worker(a, "POST", "/v1/chat/completions", chat, True),
                 args.requests,
             ),
