@@ -212,26 +212,14 @@ def shares_default_store(cfg: ProtocolConfig) -> bool:
     )
 
 
-def _shared_snapshot(
-    cfg: ProtocolConfig, prepared: Prepared, mem_dir: Path, progress: Callable[[int, int], None] | None
-) -> Path | None:
-    """The default store of the run's build tasks and settings (built into ``CM_GYM_CACHE`` if it
-    is not there yet), copied to ``<mem_dir>/snapshot.sqlite`` (where a run's snapshot always is)
-    with ``build_summary.json`` from its counters. None when that store covers other tasks (then
-    the run builds its own)."""
-    import sqlite3
-    from contextlib import closing
-
+def _default_store(
+    cfg: ProtocolConfig, prepared: Prepared, progress: Callable[[int, int], None] | None
+) -> Path:
+    """`default_snapshot` of the run's build tasks and settings (built now if not cached)."""
     from cm_gym.memory.construction import ConstructionConfig
     from cm_gym.memory.defaults import default_snapshot
-    from cm_gym.memory.snapshot import copy_snapshot
-    from cm_gym.memory.summary import BuildSummary
 
-    tasks = list(prepared.tasks.values())
-    full = prepared.spec.make_split(tasks, seed=cfg.split_seed, split=prepared.split_kind)
-    if list(full.build[: len(prepared.split.build)]) != list(prepared.split.build):
-        return None  # not the head of the default split's build side (a hand-made split)
-    cached = default_snapshot(
+    return default_snapshot(
         prepared.spec.name,
         seed=cfg.llm_seed,
         agent=cfg.agent,
@@ -242,6 +230,31 @@ def _shared_snapshot(
         split_by=cfg.split_by,
         progress=progress,
     )
+
+
+def _shared_snapshot(
+    cfg: ProtocolConfig, prepared: Prepared, mem_dir: Path, progress: Callable[[int, int], None] | None
+) -> Path | None:
+    """The default store of the run's build tasks and settings (built into ``CM_GYM_CACHE`` if it
+    is not there yet), copied to ``<mem_dir>/snapshot.sqlite`` (where a run's snapshot always is)
+    with ``build_summary.json`` from its counters. None when that store covers other tasks (then
+    the run builds its own, as it does when a read-only cache lacks that store)."""
+    import sqlite3
+    from contextlib import closing
+
+    from cm_gym.core.paths import CacheError
+    from cm_gym.memory.snapshot import copy_snapshot
+    from cm_gym.memory.summary import BuildSummary
+
+    tasks = list(prepared.tasks.values())
+    full = prepared.spec.make_split(tasks, seed=cfg.split_seed, split=prepared.split_kind)
+    if list(full.build[: len(prepared.split.build)]) != list(prepared.split.build):
+        return None  # not the head of the default split's build side (a hand-made split)
+    try:
+        cached = _default_store(cfg, prepared, progress)
+    except CacheError as exc:  # a read-only cache without this store: build in the run folder
+        logger.info("not sharing the default %s store (%s)", prepared.spec.name, exc)
+        return None
     # the run folder keeps the snapshot (a verified copy) and build_summary.json (from the
     # build's counters, kept in the snapshot)
     snapshot = copy_snapshot(cached, mem_dir / "snapshot.sqlite")

@@ -91,3 +91,20 @@ def test_runs_with_other_settings_build_their_own_memory(builds: list[int], tmp_
         assert "default_store" not in (cfg.out_dir / "memory" / "build_summary.json").read_text()
     assert len(builds) == 3
     assert shares_default_store(_cfg(tmp_path / "x", n_build=5, retention="recent"))  # part of the key
+
+
+def test_a_read_only_cache_without_the_store_builds_in_the_run_folder(
+    builds: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sharing never makes a run need a writable cache it did not need before."""
+    from cm_gym.core.paths import CacheError
+    from cm_gym.protocol import stores
+
+    def read_only(*args: Any, **kwargs: Any) -> Path:
+        raise CacheError("the default store is not in the cache and cannot be built there")
+
+    monkeypatch.setattr(stores, "_default_store", read_only)
+    cfg = _cfg(tmp_path / "run")
+    snapshot = build_snapshot(cfg, prepare(cfg, need=("build",)))
+    assert len(builds) == 1 and (cfg.out_dir / "memory" / "store.sqlite").exists()
+    assert FrozenStore.open(snapshot).processed_task_ids
