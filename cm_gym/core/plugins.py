@@ -23,7 +23,6 @@ the fixes (run from elsewhere, ``python -I``, rename the folder).
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
 import site
@@ -34,6 +33,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from cm_gym.core import boundedjson
 from cm_gym.core.types import CmGymError
 
 logger = logging.getLogger(__name__)
@@ -166,8 +166,10 @@ def _install_locations(ep: Any, *, editable: bool = True) -> list[Path]:
     if dist is not None:
         try:
             places.append(str(dist.locate_file("")))
-            direct = json.loads(dist.read_text("direct_url.json") or "{}")
-        except (AttributeError, OSError, ValueError):
+            direct = boundedjson.loads(dist.read_text("direct_url.json") or "{}", what="direct_url.json")
+        except (AttributeError, OSError, ValueError):  # BoundedJSONError is a ValueError
+            direct = {}
+        if not isinstance(direct, dict):
             direct = {}
         url = str(direct.get("url", ""))
         if editable and (direct.get("dir_info") or {}).get("editable") and url.startswith("file://"):

@@ -242,6 +242,7 @@ def _shared_snapshot(
     import sqlite3
     from contextlib import closing
 
+    from cm_gym.core import boundedjson
     from cm_gym.core.paths import CacheError
     from cm_gym.memory.snapshot import copy_snapshot
     from cm_gym.memory.summary import BuildSummary
@@ -265,7 +266,7 @@ def _shared_snapshot(
         counters = dict(db.execute("SELECT name, value FROM counters"))
     # the build's own summary (kept in the snapshot by `default_snapshot`), else its counters
     built = (
-        json.loads(kept[0])
+        boundedjson.loads(kept[0], what="the build summary", expect=dict)
         if kept
         else {**jsonable(BuildSummary.from_counters(counters)), "records": len(snapshot)}
     )
