@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
         cfg.store = cfg.store or Path(record["snapshot"])
         trained = set.intersection(*(set(c) for c in checkpoints.values())) if checkpoints else set()
         missing = sorted(set(cfg.seeds) - trained)
-        if missing and "cf_memory" in cfg.policies:
+        skipped = bool(record.get("training_skipped_reason"))  # a 0-record store: CF Memory skips
+        if missing and "cf_memory" in cfg.policies and not skipped:
             raise ProtocolError(
                 f"{path} has no selector for seed(s) {missing}; trained seeds: {sorted(trained)}"
             )

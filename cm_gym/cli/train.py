@@ -16,6 +16,12 @@ DESCRIPTION = (
     "TensorBoard logs into --out-dir; `cm-gym evaluate` reads them."
 )
 
+#: The one line `cm-gym train` prints instead of per-seed results on a store that holds no record.
+TRAINED_NOTHING = (
+    "The store holds 0 records: no selector was trained (every action but skip is masked at every "
+    "decision); `cm-gym evaluate` scores CF Memory as always-skip."
+)
+
 
 def configure(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of `cm-gym train` and `python train.py`."""
@@ -36,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     claim_out_dir(cfg.out_dir, "train", overwrite=args.overwrite)
     record = with_bars(train_all, cfg)
     print(f"snapshot: {record['snapshot']}")
+    if record.get("training_skipped_reason"):  # a 0-record store: nothing to select from
+        print(TRAINED_NOTHING)
     for t in record["training"]:
         print(
             f"seed {t['seed']}: best checkpoint {t['best_checkpoint']} (step {t['best_step']}, "

@@ -11,6 +11,13 @@ warning line naming both distributions (`clash_message`) and the first owner sta
 traceback, at the command line. Overriding a name at run time is explicit: ``register(...,
 replace=True)``, logged. A plugin whose import fails is a `PluginLoadError` naming the group and the
 plugin (also an `ImportError`, for callers that catch that).
+
+**Shadowed plugins** (issue 36). ``python -c``, ``python -m`` and notebooks put the current
+directory first on ``sys.path``, so a folder there named like a plugin's package (its project
+folder, typically) is imported instead of the installed plugin — as a namespace package when it
+has no ``__init__.py`` — and the entry point's attribute is missing. `shadowing_message` tells
+that apart from a broken plugin, and the load raises `PluginShadowedError` naming the folder and
+the fixes (run from elsewhere, ``python -I``, rename the folder).
 """
 
 from __future__ import annotations
@@ -18,10 +25,15 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import site
+import sys
+import sysconfig
 from collections.abc import Iterable
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
+from cm_gym.core import boundedjson
 from cm_gym.core.types import CmGymError
 
 logger = logging.getLogger(__name__)
@@ -45,6 +57,11 @@ class PluginConflictError(CmGymError):
 
 class PluginLoadError(CmGymError, ImportError):
     """A plugin's module failed to import, or does not have the attribute its entry point names."""
+
+
+class PluginShadowedError(PluginLoadError):
+    """A folder on ``sys.path`` (usually the current directory) holds a module of the plugin's
+    name that is not the installed plugin, and Python imported that folder instead."""
 
 
 def strict() -> bool:
@@ -139,6 +156,69 @@ def targets(group: str) -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
+def _install_locations(ep: Any, *, editable: bool = True) -> list[Path]:
+    """Where `ep`'s module may legitimately come from: the standard library, site-packages
+    (system, user, the distribution's own) and, with `editable`, an editable install's project
+    folder (``direct_url.json``)."""
+    places = [*site.getsitepackages(), site.getusersitepackages()]
+    places += [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    dist = getattr(ep, "dist", None)
+    if dist is not None:
+        try:
+            places.append(str(dist.locate_file("")))
+            direct = boundedjson.loads(dist.read_text("direct_url.json") or "{}", what="direct_url.json")
+        except (AttributeError, OSError, ValueError):  # BoundedJSONError is a ValueError
+            direct = {}
+        if not isinstance(direct, dict):
+            direct = {}
+        url = str(direct.get("url", ""))
+        if editable and (direct.get("dir_info") or {}).get("editable") and url.startswith("file://"):
+            places.append(url.removeprefix("file://"))
+    return [Path(p).resolve() for p in dict.fromkeys(places) if p]
+
+
+def shadowing_message(ep: Any) -> str | None:
+    """Why entry point `ep` (``name``, ``value`` = ``"module:attr"``, optional ``dist``) failed
+    to load when its top-level package was imported from a folder that is not the installed
+    plugin: a namespace package (a folder without ``__init__.py``, e.g. the plugin's project
+    folder in the current directory) or a module outside site-packages and the distribution's own
+    location. None when the imported package is the installed one (the plugin itself is broken)."""
+    top_name = str(ep.value).partition(":")[0].partition(".")[0].strip()
+    top = sys.modules.get(top_name)
+    if top is None:
+        return None
+    file = getattr(top, "__file__", None)
+    # A namespace package is never an editable install's own copy, even inside its project folder:
+    # that folder itself, found on sys.path, is the shadow (setuptools' editable finder comes later).
+    installed_at = _install_locations(ep, editable=file is not None)
+
+    def elsewhere(path: str) -> bool:
+        return not any(Path(path).resolve().is_relative_to(place) for place in installed_at)
+
+    if file is None:  # a namespace package: folders without __init__.py
+        folders = [str(p) for p in getattr(top, "__path__", ()) if elsewhere(str(p))]
+        if not folders:
+            return None
+        folder, what = folders[0], "a folder without __init__.py"
+    else:
+        if not elsewhere(file):
+            return None
+        where = Path(file).resolve()
+        folder = str(where.parent if where.name == "__init__.py" else where)
+        what = "outside site-packages and the plugin's install location"
+    return (
+        f"plugin {ep.name!r} ({ep.value}) of {distribution(ep)} is shadowed: Python imported "
+        f"{top_name!r} from {folder} ({what}), not the installed plugin, because that folder's "
+        "parent is on sys.path (python -c, python -m and notebooks put the current directory first); "
+        f"run from another directory, run Python isolated (python -I), or rename {folder}"
+    )
+
+
+def entry_point(group: str, name: str) -> Any | None:
+    """The installed entry point `name` of `group` (the first in load order), None if none."""
+    return next((ep for ep in ordered(entry_points(group=group)) if ep.name == name), None)
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0][:200]}" if text else type(exc).__name__
@@ -160,6 +240,12 @@ def resolve(group: str, name: str) -> Any:
         for part in attr.split("."):
             obj = getattr(obj, part)
     except Exception as exc:  # noqa: BLE001 - any failure inside a plugin's import is the plugin's
+        ep = entry_point(group, name)
+        shadow = (
+            shadowing_message(ep) if ep is not None and ep.value == target and not is_builtin(ep) else None
+        )
+        if shadow is not None and isinstance(exc, (AttributeError, ImportError)):
+            raise PluginShadowedError(shadow, name=module) from exc
         raise PluginLoadError(
             f"{group} plugin {name!r} ({target}) could not be loaded: {_first_line(exc)}", name=module
         ) from exc

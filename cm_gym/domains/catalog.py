@@ -231,8 +231,16 @@ def _strict() -> bool:
 
 def load_plugin(ep: EntryPoint) -> None:
     """Load one entry point: a module registers on import; a function is called once with no
-    arguments. Anything else (a class, a constant) is refused."""
-    obj = ep.load()
+    arguments. Anything else (a class, a constant) is refused. A third-party plugin whose package
+    was imported from a folder that shadows the installed one (the current directory holding its
+    project folder) is a `plugins.PluginShadowedError` naming that folder and the fixes."""
+    try:
+        obj = ep.load()
+    except (AttributeError, ImportError) as exc:
+        shadow = None if plugins.is_builtin(ep) else plugins.shadowing_message(ep)
+        if shadow is not None:
+            raise plugins.PluginShadowedError(shadow, name=str(ep.value).partition(":")[0]) from exc
+        raise
     if isinstance(obj, types.ModuleType):
         return
     if isinstance(obj, type) or not callable(obj):
@@ -279,6 +287,11 @@ def _load_one(ep: EntryPoint, builtin: bool) -> None:
     except RegistryClashError as exc:
         what = f"{exc.kind} {exc.name!r} (entry point {ep.name!r})"
         plugins.report_clash(what, group, dist, exc.owner, log=_plugin_logger)
+    except plugins.PluginShadowedError as exc:  # the whole line: the folder and the fixes
+        if _strict():
+            raise
+        _plugin_logger.warning("%s (skipped)", exc)
+        FAILED_PLUGINS.append((label, "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))
     except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the others
         if _strict():
             text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""

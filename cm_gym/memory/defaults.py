@@ -8,8 +8,11 @@ The key hashes everything the records depend on: the build settings, the build t
 (`cm_gym.core.types.task_digest`: an edited gold query or prompt is a new key), the domain's version
 (`Domain.code_version()`: declared, or a hash of the domain package's files, so an edited plugin
 ``distil`` is a new key), the code that builds records (`cm_gym.memory`, the agent loop, the
-simulated LLM), the embedder and the schema. Building logs one line (WARNING, so it is seen) and
-shows a progress bar on stderr (``CM_GYM_PROGRESS=0`` hides it).
+simulated LLM), the embedder and the schema. Building announces itself in one line when it starts
+and one when it is done (INFO: an ordinary build is no warning) beside a progress bar on stderr
+(``CM_GYM_PROGRESS=0`` hides them). `cm-gym run` / `train` with the plain simulator share this
+cache (`cm_gym.protocol.stores.shares_default_store`): the same build tasks and settings are one
+file, whichever of ``gym.make`` and the protocol comes first.
 
 Reuse needs no write access: an existing, verified snapshot is returned without taking a lock, so
 a read-only ``CM_GYM_CACHE`` works for everything that only reads. Building takes a file lock, so
@@ -26,6 +29,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -173,13 +177,16 @@ def default_snapshot(
     max_decisions: int = 3,
     data: str | Path | None = None,
     split_by: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Path:
     """Path of the benchmark's default frozen store (built on first use). `n_build` limits the
     build split to its first n tasks (default: the benchmark's `default_n_build`, else all; at
     most `cm_gym.core.quick.DEFAULT_STORE_N_BUILD` under ``CM_GYM_QUICK=1``); the
     settings (and the tasks' content) determine the file name. `data` is a data folder for the
     benchmark (the data-root contract of `cm_gym.domains.registry`); `split_by` names the split whose
-    build side it is built on (None: the benchmark's default, `BenchmarkSpec.split_kind`)."""
+    build side it is built on (None: the benchmark's default, `BenchmarkSpec.split_kind`).
+    `progress(done, total)`, when given, reports a build instead of the stderr progress bar (the
+    protocol's phase bar, when `cm-gym run` shares this store: `cm_gym.protocol.stores`)."""
     from cm_gym.core.splits import make_split
     from cm_gym.core.version import __version__
     from cm_gym.domains.registry import get_benchmark, get_domain
@@ -249,6 +256,7 @@ def default_snapshot(
             seed=seed,
             agent=agent,
             max_decisions=max_decisions,
+            report=progress,
         )
     finally:
         lock.release()
@@ -266,6 +274,7 @@ def _build(
     seed: int,
     agent: str,
     max_decisions: int,
+    report: Callable[[int, int], None] | None = None,
 ) -> None:
     from cm_gym.llm.simulated import SimulatedLLM
 
@@ -276,9 +285,11 @@ def _build(
         "set CM_GYM_CACHE to move it)"
     )
     started = time.perf_counter()
-    bar = _progress_bar(name, len(build_tasks))
+    bar = _progress_bar(name, len(build_tasks)) if report is None else None
 
     def progress(done: int, total: int) -> None:
+        if report is not None:
+            report(done, total)
         if bar is not None:
             bar.n = done
             bar.refresh()
@@ -298,6 +309,8 @@ def _build(
                 progress=progress,
             )
             logger.info("default %s store:\n%s", name, summary.format())
+            # kept in the snapshot: a protocol run that shares this store reports it as its build
+            store.set_meta("build_summary", json.dumps(asdict(summary), default=str))
             store.freeze(target, overwrite=True)
             n_records = len(store)
     finally:

@@ -47,7 +47,14 @@ from cm_gym.memory.view import StoreView
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MANIFEST_FORMAT", "FrozenStore", "freeze_store", "load_readonly", "read_manifest"]
+__all__ = [
+    "MANIFEST_FORMAT",
+    "FrozenStore",
+    "copy_snapshot",
+    "freeze_store",
+    "load_readonly",
+    "read_manifest",
+]
 
 
 def ann_path(path: str | Path) -> Path:
@@ -181,6 +188,25 @@ def freeze_store(
             leftover.unlink(missing_ok=True)
     logger.info("froze %d records into %s (sha256 %s)", len(store), path, manifest["sha256"][:12])
     return FrozenStore.open(path)
+
+
+def copy_snapshot(source: str | Path, target: str | Path) -> FrozenStore:
+    """Copy the verified frozen snapshot `source` to `target` with its manifest (and its ANN
+    sidecar, renamed in a resealed manifest: the entry names its file), replacing a snapshot at
+    `target`; the copy lands file by file, manifest last. Returns the copy opened (verified)."""
+    import shutil
+
+    src, dst = Path(source), Path(target)
+    manifest = FrozenStore.open(src).manifest  # verified before anything is copied
+    for stale in (manifest_path(dst), ann_path(dst), dst):
+        stale.unlink(missing_ok=True)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+    if isinstance(manifest.get("ann"), dict):
+        shutil.copyfile(ann_path(src), ann_path(dst))
+        manifest = seal({**manifest, "ann": {**manifest["ann"], "file": ann_path(dst).name}})
+    manifest_path(dst).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return FrozenStore.open(dst)
 
 
 class FrozenStore(StoreView):

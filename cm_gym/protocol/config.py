@@ -51,8 +51,16 @@ def policy_label(key: str, algo: str = "masked-dqn", llm: str = "") -> str:
             return CASCADE_LABEL
     label = POLICY_LABELS.get(key, key)
     if algo != "masked-dqn" and key.startswith("cf_memory"):
-        label = label.replace("masked DQN", f"masked RLlib {algo.removeprefix('rllib-').upper()}")
+        label = label.replace("masked DQN", learner_label(algo))
     return label
+
+
+def learner_label(algo: str = "masked-dqn") -> str:
+    """The selector learner as tables and figures name it: "masked DQN" (SB3, the default) or
+    "masked RLlib PPO" / "masked RLlib DQN" for ``--algo rllib-*``."""
+    if algo == "masked-dqn":
+        return "masked DQN"
+    return f"masked RLlib {algo.removeprefix('rllib-').upper()}"
 
 
 def selector_name(layout: str) -> str:

@@ -5,7 +5,7 @@
   against Top-1 with its two-level 95% bootstrap CI (seeds and tasks resampled; the one-level CI
   where results carry no other) and a zero line: the comparison the text argues from.
 - ``tokens.png``: task-run tokens per policy, full labels, mean and each seed.
-- ``learning_curve.png``: one panel per observation layout (never averaged together), validation
+- ``learning_curve.png`` (titled with the learner: masked DQN or RLlib's): one panel per observation layout (never averaged together), validation
   return against training decisions, each seed thin, their mean bold, and the baselines' mean
   return as reference lines. Training records carry no baseline validation return, so the lines
   are the baselines' mean return on the held-out tasks, and the figure says so.
@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from cm_gym.protocol.config import learner_label
 
 #: (results key, label used in legends) of the baselines drawn as reference lines, in order
 REFERENCES = (("random", "Random valid"), ("top1", "Top-1"), ("none", "None"))
@@ -135,12 +137,25 @@ def baseline_returns(results: Mapping[str, Any] | None) -> dict[str, float]:
     return out
 
 
+def learner_of(training: Sequence[Mapping[str, Any]], algo: str | None = None) -> str:
+    """The learner that trained the selectors, as figures name it: `algo` (the run's ``--algo``)
+    when known, else the one the training records name (RLlib's carry ``algo``; the built-in
+    masked DQN's carry none)."""
+    named = {str(t["algo"]) for t in training if t.get("algo")}
+    if algo is None and len(named) == 1:
+        algo = named.pop()
+    return learner_label(algo or "masked-dqn")
+
+
 def learning_curve_figure(
-    training: Sequence[Mapping[str, Any]], benchmark: str, baselines: Mapping[str, float] | None = None
+    training: Sequence[Mapping[str, Any]],
+    benchmark: str,
+    baselines: Mapping[str, float] | None = None,
+    algo: str | None = None,
 ) -> Any:
     """Validation return against training decisions, one panel per observation layout: each seed
-    thin, their mean bold, `baselines` (``{key: mean return}``) as horizontal lines. None when no
-    record has a history."""
+    thin, their mean bold, `baselines` (``{key: mean return}``) as horizontal lines; the title names
+    the learner (`learner_of`). None when no record has a history."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -183,7 +198,7 @@ def learning_curve_figure(
         "mean return per task\n(lines: selector on validation tasks;\nreferences: baselines on held-out tasks)"
     )
     fig.legend(legend.values(), legend.keys(), fontsize=8, loc="lower center", ncol=min(len(legend), 5))
-    fig.suptitle(f"{benchmark}: masked-DQN learning curves per observation layout", fontsize=10)
+    fig.suptitle(f"{benchmark}: {learner_of(runs, algo)} learning curves per observation layout", fontsize=10)
     fig.tight_layout(rect=(0, 0.08 + 0.05 * (len(legend) > 5), 1, 1))
     return fig
 
@@ -201,9 +216,10 @@ def learning_curve(
     benchmark: str,
     path: Path,
     baselines: Mapping[str, float] | None = None,
+    algo: str | None = None,
 ) -> Path | None:
     """`learning_curve_figure` saved to `path` (None when there is nothing to draw)."""
-    fig = learning_curve_figure(training, benchmark, baselines)
+    fig = learning_curve_figure(training, benchmark, baselines, algo)
     return None if fig is None else _save(fig, path)
 
 
@@ -225,5 +241,6 @@ def write_plots(
         results["config"]["benchmark"],
         out_dir / "learning_curve.png",
         baseline_returns(results),
+        results["config"].get("algo"),
     )
     return paths + ([curve] if curve is not None else [])

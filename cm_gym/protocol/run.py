@@ -129,14 +129,17 @@ def with_replies(
 
 def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Build (or reuse) and freeze memory, then train one selector per seed; writes
-    ``training.json`` (snapshot path, best checkpoint per seed) into `cfg.out_dir`."""
+    ``training.json`` (snapshot path, best checkpoint per seed) into `cfg.out_dir`. On a store that
+    holds no record nothing is trained, as in `run_protocol`: ``training`` is empty and
+    ``training_skipped_reason`` says why (`cm-gym evaluate` then scores CF Memory as always-skip)."""
     _one_split(cfg)
     prepared = prepare(cfg, need=_needed(cfg, train=True, evaluate=False))
     llm = make_protocol_llm(cfg, prepared)
     snapshot_path = _built_or_given(cfg, prepared, llm, progress)
     snapshot = load_snapshot(snapshot_path, prepared)
-    training = train_layouts(cfg, snapshot, prepared, llm, progress)
-    record = {
+    skipped = store_is_empty(snapshot)
+    training = [] if skipped else train_layouts(cfg, snapshot, prepared, llm, progress)
+    record: dict[str, Any] = {
         "config": config_json(cfg),
         "split": split_summary(cfg, prepared),
         "snapshot": str(snapshot_path),
@@ -144,6 +147,8 @@ def train_all(cfg: ProtocolConfig, progress: Callable[[str, int, int], None] | N
         "llm": with_replies(llm_stats(llm), llm),
         "provenance": provenance(prepared.split, prepared.tasks),
     }
+    if skipped:
+        record["training_skipped_reason"] = EMPTY_STORE_REASON
     recorded = recorded_summary(cfg, prepared, llm)
     if recorded is not None:
         record["recorded"] = recorded
@@ -168,7 +173,10 @@ def evaluate_all(
         raise ProtocolError("evaluation needs a frozen snapshot (--store)")
     prepared = prepare(cfg, need=("eval",))
     snapshot = load_snapshot(Path(cfg.store), prepared)
-    if "cf_memory" in cfg.policies and "cf_memory" not in cfg.custom_policies:
+    trained = "cf_memory" in cfg.policies and "cf_memory" not in cfg.custom_policies
+    # a 0-record store that `train_all` trained nothing on: CF Memory is scored as always-skip
+    untrained = trained and store_is_empty(snapshot) and not any(checkpoints_by_layout(checkpoints).values())
+    if trained and not untrained:
         from cm_gym.agents.masked_dqn import MaskedDQN
         from cm_gym.envs.features import obs_dim
 
@@ -200,6 +208,8 @@ def evaluate_all(
         "llm": with_replies(llm_stats(llm), llm),
         "provenance": provenance(prepared.split, prepared.tasks),
     }
+    if untrained:
+        results["training_skipped_reason"] = EMPTY_STORE_REASON
     recorded = recorded_summary(cfg, prepared, llm)
     if recorded is not None:
         results["recorded"] = recorded

@@ -196,13 +196,96 @@ def llm_stats(llm: Any) -> dict[str, Any]:
     return dict(stats()) if callable(stats) else {}
 
 
+def shares_default_store(cfg: ProtocolConfig) -> bool:
+    """Whether the run's memory is a default store (`cm_gym.memory.defaults.default_snapshot`):
+    built by the plain simulator, uncached and without fitted revision rates (the one LLM a
+    default store is built with), on the default store's split seed. Its build tasks and other
+    settings (agent, decisions, retention, a⁻ admission, LLM seed, data, split) are part of the
+    default store's key, so a run that shares it reuses what ``gym.make`` built and the reverse."""
+    from cm_gym.memory.defaults import DEFAULT_SPLIT_SEED
+
+    return (
+        cfg.llm in ("simulated", "simulated:default")
+        and cfg.llm_cache is None
+        and cfg.revision_rates is None
+        and cfg.split_seed == DEFAULT_SPLIT_SEED
+    )
+
+
+def _default_store(
+    cfg: ProtocolConfig, prepared: Prepared, progress: Callable[[int, int], None] | None
+) -> Path:
+    """`default_snapshot` of the run's build tasks and settings (built now if not cached)."""
+    from cm_gym.memory.construction import ConstructionConfig
+    from cm_gym.memory.defaults import default_snapshot
+
+    return default_snapshot(
+        prepared.spec.name,
+        seed=cfg.llm_seed,
+        agent=cfg.agent,
+        n_build=len(prepared.split.build),
+        config=ConstructionConfig(retention=cfg.retention, admit_a_minus=cfg.admit_a_minus),
+        max_decisions=cfg.max_decisions,
+        data=cfg.data,
+        split_by=cfg.split_by,
+        progress=progress,
+    )
+
+
+def _shared_snapshot(
+    cfg: ProtocolConfig, prepared: Prepared, mem_dir: Path, progress: Callable[[int, int], None] | None
+) -> Path | None:
+    """The default store of the run's build tasks and settings (built into ``CM_GYM_CACHE`` if it
+    is not there yet), copied to ``<mem_dir>/snapshot.sqlite`` (where a run's snapshot always is)
+    with ``build_summary.json`` from its counters. None when that store covers other tasks (then
+    the run builds its own, as it does when a read-only cache lacks that store)."""
+    import sqlite3
+    from contextlib import closing
+
+    from cm_gym.core import boundedjson
+    from cm_gym.core.paths import CacheError
+    from cm_gym.memory.snapshot import copy_snapshot
+    from cm_gym.memory.summary import BuildSummary
+
+    tasks = list(prepared.tasks.values())
+    full = prepared.spec.make_split(tasks, seed=cfg.split_seed, split=prepared.split_kind)
+    if list(full.build[: len(prepared.split.build)]) != list(prepared.split.build):
+        return None  # not the head of the default split's build side (a hand-made split)
+    try:
+        cached = _default_store(cfg, prepared, progress)
+    except CacheError as exc:  # a read-only cache without this store: build in the run folder
+        logger.info("not sharing the default %s store (%s)", prepared.spec.name, exc)
+        return None
+    # the run folder keeps the snapshot (a verified copy) and build_summary.json (from the
+    # build's counters, kept in the snapshot)
+    snapshot = copy_snapshot(cached, mem_dir / "snapshot.sqlite")
+    if set(snapshot.processed_task_ids) != set(prepared.split.build):
+        return None  # not this run's build tasks: never guess, build them (over the copy)
+    with closing(sqlite3.connect(f"file:{snapshot.path}?mode=ro", uri=True)) as db:
+        kept = db.execute("SELECT value FROM meta WHERE key = 'build_summary'").fetchone()
+        counters = dict(db.execute("SELECT name, value FROM counters"))
+    # the build's own summary (kept in the snapshot by `default_snapshot`), else its counters
+    built = (
+        boundedjson.loads(kept[0], what="the build summary", expect=dict)
+        if kept
+        else {**jsonable(BuildSummary.from_counters(counters)), "records": len(snapshot)}
+    )
+    summary = {**built, "default_store": str(cached)}
+    (mem_dir / "build_summary.json").write_text(json.dumps(summary, indent=2))
+    logger.info("memory: the default %s store %s (shared with gym.make)", prepared.spec.name, cached)
+    return Path(snapshot.path)
+
+
 def build_snapshot(
     cfg: ProtocolConfig,
     prepared: Prepared,
     progress: Callable[[int, int], None] | None = None,
     llm: Any = None,
 ) -> Path:
-    """Construct memory on T_build (Algorithm 1, lines 3–14) and freeze it into a snapshot."""
+    """Construct memory on T_build (Algorithm 1, lines 3–14) and freeze it into a snapshot. With
+    the plain simulator (`shares_default_store`) that memory is the default store of the same
+    build tasks and settings, shared with ``gym.make`` through ``CM_GYM_CACHE``: built there once,
+    then loaded by either."""
     from cm_gym.agent.prefetch import prefetch_first_drafts
     from cm_gym.memory.construction import ConstructionConfig, build_memory
     from cm_gym.memory.store import RecordStore
@@ -210,6 +293,10 @@ def build_snapshot(
     domain = get_domain(prepared.spec.domain_name)
     mem_dir = Path(cfg.out_dir) / "memory"
     mem_dir.mkdir(parents=True, exist_ok=True)
+    if shares_default_store(cfg):
+        shared = _shared_snapshot(cfg, prepared, mem_dir, progress)
+        if shared is not None:
+            return shared
     store_path, snapshot_path = mem_dir / "store.sqlite", mem_dir / "snapshot.sqlite"
     build_tasks = [prepared.tasks[i] for i in prepared.split.build]
     llm = llm if llm is not None else make_protocol_llm(cfg, prepared)

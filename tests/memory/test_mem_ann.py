@@ -219,6 +219,18 @@ def _copy(snapshot: Path, to: Path) -> Path:
     return to / snapshot.name
 
 
+def test_copy_snapshot_keeps_the_sidecar_under_the_copys_name(frozen: Path, tmp_path: Path) -> None:
+    """`copy_snapshot` (how a run takes the shared default store, issue 36): the copy's manifest
+    names its own sidecar, resealed, so the copy opens with its index and no rebuild."""
+    from cm_gym.memory.snapshot import copy_snapshot
+
+    copy = copy_snapshot(frozen, tmp_path / "run" / "snapshot.sqlite")
+    entry = json.loads(manifest_path(copy.path).read_text())["ann"]
+    assert entry["file"] == "snapshot.sqlite.ann" and ann_path(copy.path).is_file()
+    assert copy.ann_problem == "" and copy.ann_index is not None and len(copy) == 1200
+    assert copy_snapshot(frozen, copy.path).manifest == copy.manifest  # replaces, same content
+
+
 def test_freeze_writes_a_verified_sidecar_that_retrieval_uses(frozen: Path) -> None:
     manifest = json.loads(manifest_path(frozen).read_text())
     entry = manifest["ann"]

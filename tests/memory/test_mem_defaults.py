@@ -132,3 +132,31 @@ def test_an_ordinary_first_build_is_announced_not_warned(
     monkeypatch.setenv("CM_GYM_PROGRESS", "0")
     _announce("quiet")
     assert capsys.readouterr().err == ""
+
+
+def test_check_domain_strict_logs_an_ordinary_first_build_at_info_only(
+    memtoy_benchmark: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """Issue 36: `cm-gym check-domain --strict` builds the default store on first use; that build
+    is ordinary (INFO), so no WARNING record comes out of it unless the store is really too small."""
+    import logging
+
+    from cm_gym.cli import main
+    from cm_gym.memory.defaults import MIN_USEFUL_RECORDS
+
+    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path))  # a fresh cache: check-domain builds
+    with caplog.at_level(logging.INFO, logger="cm_gym"):
+        main(["check-domain", memtoy_benchmark, "--strict", "--max-tasks", "5"])
+    ordinary = ("building the default MEMTOY store", "default MEMTOY store ready")
+    built = [r for r in caplog.records if r.getMessage().startswith(ordinary)]
+    assert len(built) == 2 and all(r.levelno == logging.INFO for r in built)  # start and end: INFO
+    n_records = len(FrozenStore.open(default_snapshot(memtoy_benchmark)))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not [w for w in warnings if w.startswith(ordinary)]
+    # the one WARNING left is a real problem: this toy store is below the useful size
+    assert n_records < MIN_USEFUL_RECORDS and len(warnings) == 1 and "holds only" in warnings[0]
+    assert "default store" in capsys.readouterr().out  # the strict check ran on the built store

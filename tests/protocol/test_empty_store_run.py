@@ -6,6 +6,7 @@ keeps its shape: every policy, CF Memory per layout (always-skip), with the reas
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,31 @@ def test_the_table_of_an_empty_store_is_one_line_and_the_none_row(empty_run: tup
     assert markdown.startswith("The store holds 0 records") and markdown.count("| None") == 1
     data = json.loads(results_table(results, "json"))  # the machine-readable form keeps every row
     assert len(data["rows"]) == 6 and data["store_records"] == 0
+
+
+def test_cm_gym_train_on_an_empty_store_trains_nothing_and_evaluate_reads_that(
+    empty_run: tuple, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`cm-gym train` skips training as `cm-gym run` does (one line, no selector/, no TensorBoard
+    runs), and `cm-gym evaluate` on its training.json scores CF Memory as always-skip under the
+    empty-store line instead of refusing for want of checkpoints."""
+    from cm_gym.cli import main
+    from cm_gym.cli.train import TRAINED_NOTHING
+
+    cfg, _ = empty_run
+    out = tmp_path / "train"
+    sizes = ["--n-train", "8", "--n-eval", "8", "--total-decisions", "50", "--checkpoint-every", "25"]
+    argv = ["train", "--benchmark", TOY_BENCHMARK, "--store", str(cfg.store), "--seeds", "0", "1"]
+    assert main([*argv, *sizes, "--no-progress", "--out-dir", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert TRAINED_NOTHING in printed and "best checkpoint" not in printed
+    record = json.loads((out / "training.json").read_text())
+    assert record["training"] == [] and "0 records" in record["training_skipped_reason"]
+    assert not (out / "selector").exists() and not (out / "tensorboard").exists()
+
+    assert main(["evaluate", "--out-dir", str(out), "--no-progress"]) == 0
+    table = capsys.readouterr().out
+    assert table.startswith("The store holds 0 records: every policy equals None and no selector was trained")
+    results = json.loads((out / "results.json").read_text())
+    assert "0 records" in results["policies"]["cf_memory"]["untrained_reason"]
+    assert "0 records" in results["training_skipped_reason"]

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from cm_gym.protocol import report  # noqa: E402
+from cm_gym.protocol import figures, report  # noqa: E402
 from cm_gym.protocol.figures import (  # noqa: E402
     baseline_returns,
     learning_curve_figure,
@@ -106,6 +107,38 @@ def test_learning_curve_has_one_panel_per_layout_and_baseline_lines() -> None:
     fig = learning_curve_figure(paper_only, "SQL")
     assert len(fig.axes) == 1
     plt.close(fig)
+
+
+def test_the_learning_curve_title_names_the_learner_that_trained() -> None:
+    """An RLlib-trained run's curve is not titled "masked DQN": the run's --algo names it, else
+    the training records' ``algo`` (RLlib writes it), else the built-in masked DQN."""
+    training = _results()["training"]
+    cases = [
+        (training, None, "SQL: masked DQN learning curves per observation layout"),
+        (training, "rllib-ppo", "SQL: masked RLlib PPO learning curves per observation layout"),
+        ([{**t, "algo": "rllib-dqn"} for t in training], None, "SQL: masked RLlib DQN learning curves"),
+    ]
+    for records, algo, title in cases:
+        fig = learning_curve_figure(records, "SQL", algo=algo)
+        assert fig.texts[0].get_text().startswith(title)
+        plt.close(fig)
+
+
+def test_write_plots_titles_the_curve_with_the_runs_algo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+
+    def save(fig: Any, path: Path) -> Path:  # read each figure's title instead of writing it
+        seen.append(" ".join(t.get_text() for t in fig.texts))  # the suptitle, where there is one
+        plt.close(fig)
+        return path
+
+    monkeypatch.setattr(figures, "_save", save)
+    results = _results()
+    results["config"]["algo"] = "rllib-ppo"
+    write_plots(results, tmp_path)
+    assert "masked RLlib PPO learning curves" in seen[-1] and "DQN" not in seen[-1]
 
 
 def test_write_plots_writes_the_three_files_and_stays_importable_from_report(tmp_path: Path) -> None:

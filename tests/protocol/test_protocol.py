@@ -101,10 +101,14 @@ def test_snapshot_built_on_eval_tasks_is_refused(tmp_path: Path) -> None:
 
 
 def test_unfrozen_store_and_missing_store_are_refused(small_run: Any, tmp_path: Path) -> None:
+    from cm_gym.memory.store import RecordStore
+
     cfg, _ = small_run
     prepared = prepare(cfg)
-    with pytest.raises(CmGymError):
-        load_snapshot(cfg.out_dir / "memory" / "store.sqlite", prepared)  # writable store, no manifest
+    live = tmp_path / "store.sqlite"  # the run shares the default store: make a live one here
+    RecordStore(live, domain="sql", benchmark="SQL").close()
+    with pytest.raises(CmGymError, match="manifest"):
+        load_snapshot(live, prepared)  # writable store, no manifest
     with pytest.raises(CmGymError):
         load_snapshot(tmp_path / "nope.sqlite", prepared)
 

@@ -213,7 +213,11 @@ def run_diagnose(cfg: DiagnoseConfig, progress: ProgressFn | None = None) -> dic
     supervised_auc = auc((y_eval > 0).astype(int).tolist(), classifier.help_probability(X_eval).tolist())
 
     checkpoints: dict[int, str] = {}
-    if cfg.train_selector:
+    # a 0-record store offers only skip: a selector has nothing to learn there (issue 36)
+    untrained = cfg.train_selector and len(snapshot) == 0
+    if untrained:
+        logger.warning("%s", UNTRAINED_NOTE.strip())
+    elif cfg.train_selector:
         for i, seed in enumerate(cfg.seeds):
             note("train")(i, len(cfg.seeds))
             record = train_selector(pcfg, snapshot, prepared, seed, layout=cfg.obs_layout)
@@ -250,6 +254,7 @@ def run_diagnose(cfg: DiagnoseConfig, progress: ProgressFn | None = None) -> dic
         "scores": scores,
         "oracle_minus_random": gap,
         "place_between_random_and_oracle": {n: place(n) for n in ("top1", "cf_memory", "supervised")},
+        "selector_untrained": bool(untrained),
         "headroom_eval": headroom(eval_decisions),
         "headroom_train": headroom(train_decisions),
         "slots": slot_stats(eval_decisions + train_decisions),
@@ -274,6 +279,8 @@ def _num(v: float | None, fmt: str = "{:.2f}") -> str:
     return "—" if v is None or (isinstance(v, float) and np.isnan(v)) else fmt.format(v)
 
 
+#: The line under the scores when `train_selector` was asked for on a store with no record.
+UNTRAINED_NOTE = "  masked DQN not trained: the store holds 0 records (every action but skip is masked)"
 #: The line under the scores that says what their ``place`` column is.
 PLACE_NOTE = "  place = (score - random) / (oracle - random): 0 = random, 1 = oracle, < 0 below random"
 
@@ -293,6 +300,8 @@ def diagnose_table(result: dict[str, Any]) -> str:
         extra = f"   place {_num(places.get(name))}" if places.get(name) is not None else ""
         lines.append(f"  {POLICY_NAMES.get(name, name):<24} {res['score']:6.1f}{extra}")
     lines.append(f"  oracle - random          {result['oracle_minus_random']:6.1f}")
+    if result.get("selector_untrained"):
+        lines.append(UNTRAINED_NOTE)
     if any(v is not None for v in places.values()):
         lines.append(PLACE_NOTE)
     lines += [

@@ -114,3 +114,28 @@ def test_peeked_classifier_fits_and_predicts_on_one_openmp_thread(monkeypatch: p
     if not seen:
         pytest.skip("no OpenMP runtime loaded by scikit-learn here")
     assert seen and all(n == 1 for n in seen), seen
+
+
+def test_diagnose_on_an_empty_store_trains_no_selector_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: with 0 records every action but skip is masked; `--train-selector` (the default)
+    trains nothing there and the table says why instead of a masked-DQN row equal to skip."""
+    import cm_gym.protocol
+    from cm_gym.memory.store import RecordStore
+    from cm_gym.studies.analysis.diagnose import UNTRAINED_NOTE
+
+    with RecordStore(tmp_path / "live.sqlite", domain="sql", benchmark="SQL") as store:
+        store.freeze(tmp_path / "empty.sqlite")
+
+    def no_training(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a selector was trained on an empty store")
+
+    monkeypatch.setattr(cm_gym.protocol, "train_selector", no_training)
+    cfg = DiagnoseConfig(
+        benchmark="SQL", out_dir=tmp_path / "out", store=tmp_path / "empty.sqlite", n_train=8, n_eval=8,
+        total_decisions=50, progress=False,
+    )  # fmt: skip
+    result = run_diagnose(cfg)
+    assert result["selector_untrained"] and "cf_memory" not in result["scores"]
+    assert UNTRAINED_NOTE in diagnose_table(result).splitlines()
