@@ -275,13 +275,30 @@ def per_task(per_seed: Sequence[Sequence[Mapping[str, Any]]], key: str = "score"
     return {t: sums[t] / counts[t] for t in sums}
 
 
-def bootstrap_means(values: Any, resamples: int, seed: int) -> Any:
-    """The means of `resamples` seeded resamples (with replacement) of the 1-d array `values`: the
-    percentile bootstrap behind `paired_bootstrap` and the experiments' CIs (`experiments.stats`)."""
+def percentile_ci(values: Any, resamples: int, seed: int, level: float = 0.95) -> tuple[float, float]:
+    """The percentile-bootstrap CI of the mean of the 1-d array `values`, by
+    ``scipy.stats.bootstrap`` (issue 36: a maintained library for the one-level CI; the two-level
+    bootstrap stays ours). Seeded with ``numpy.random.default_rng(seed)``: scipy draws the same
+    ``(resamples, n)`` index matrix the hand-written bootstrap it replaced drew, so every CI printed
+    before the swap is reproduced (up to floating-point rounding in the last bits:
+    tests/envs/test_metrics_scipy.py). One value: its
+    own point, as before (scipy needs two)."""
     import numpy as np
+    from scipy import stats
 
-    rng = np.random.default_rng(seed)
-    return values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size == 1:
+        return float(arr[0]), float(arr[0])
+    ci = stats.bootstrap(
+        (arr,),
+        np.mean,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    ).confidence_interval
+    return float(ci.low), float(ci.high)
 
 
 def paired_bootstrap(
@@ -300,9 +317,15 @@ def paired_bootstrap(
     if not common:
         return {"diff": None, "lo": None, "hi": None, "n_tasks": 0, "level": level}
     d = np.array([treated[t] - baseline[t] for t in common], dtype=float)
-    return _percentile_ci(
-        float(d.mean()), bootstrap_means(d, n_boot, seed), level, n_tasks=len(common), n_boot=n_boot
-    )
+    lo, hi = percentile_ci(d, n_boot, seed, level)
+    return {
+        "diff": float(d.mean()),
+        "lo": lo,
+        "hi": hi,
+        "n_tasks": len(common),
+        "n_boot": n_boot,
+        "level": level,
+    }
 
 
 def _percentile_ci(point: float, means: Any, level: float, **extra: Any) -> dict[str, Any]:

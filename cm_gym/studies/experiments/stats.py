@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.envs.metrics import bootstrap_means, two_level_bootstrap_means
+from cm_gym.envs.metrics import percentile_ci, two_level_bootstrap_means
 
 
 @dataclass(frozen=True)
@@ -59,11 +59,8 @@ def mean_ci(
         return Estimate(None)
     if arr.size == 1 or resamples <= 0:  # no interval: a verdict must not rest on a point value
         return Estimate(float(arr.mean()), None, None, int(arr.size))
-    means = bootstrap_means(arr, resamples, seed)
-    a = (1.0 - level) / 2.0
-    return Estimate(
-        float(arr.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1 - a)), int(arr.size)
-    )
+    lo, hi = percentile_ci(arr, resamples, seed, level)
+    return Estimate(float(arr.mean()), lo, hi, int(arr.size))
 
 
 def paired_ci(
