@@ -36,7 +36,7 @@ def _join_change(minus: exp.Expression, plus: exp.Expression) -> Change | None:
     ca, cb = a[i].args[side], b[i].args[side]
     copy = minus.copy()
     sqlast.join_key_eqs(copy)[i].args[side].set("this", cb.this.copy())
-    if sqlast.to_sql(copy) != sqlast.to_sql(plus):
+    if sqlast.to_sql_owned(copy) != sqlast.to_sql(plus):
         return None
     table = sqlast.table_aliases(minus).get(ca.table.lower(), "") if ca.table else ""
     return Change("join_key", ca.name.lower(), cb.name.lower(), table)
@@ -53,7 +53,7 @@ def _added_conjunct(minus: exp.Expression, plus: exp.Expression) -> Change | Non
             copy.set("where", None)
             rest = plus.copy()
             rest.set("where", None)
-            if sqlast.to_sql(copy) == sqlast.to_sql(rest):
+            if sqlast.to_sql_owned(copy) == sqlast.to_sql_owned(rest):
                 return Change("where", "", "add", cond)
     return None
 
@@ -80,7 +80,7 @@ def _swapped_node(
     node.replace(
         type(y)(**{k: v.copy() if isinstance(v, exp.Expression) else v for k, v in node.args.items()})
     )
-    if sqlast.to_sql(copy) != sqlast.to_sql(plus):
+    if sqlast.to_sql_owned(copy) != sqlast.to_sql(plus):
         return None
     target = sqlast.operand_key(x) if kind == "cmp" else sqlast.column_name(x.this)
     return Change(kind, names[type(x)], names[type(y)], target)
@@ -91,7 +91,7 @@ def infer_contrast(a_minus: str, a_plus: str) -> Change | None:
     return _infer_cached(a_minus, a_plus)
 
 
-@functools.lru_cache(maxsize=2048)
+@functools.lru_cache(maxsize=65536)
 def _infer_cached(a_minus: str, a_plus: str) -> Change | None:
     try:
         minus, plus = sqlast.parse(a_minus), sqlast.parse(a_plus)
@@ -125,7 +125,7 @@ def _local_change(minus: exp.Expression, plus: exp.Expression, target: str) -> C
         x, y = diffs[0]
         copy = minus.copy()
         next(n for n in copy.find_all(exp.Literal) if n.is_string and n.this == x.this).replace(y.copy())
-        if sqlast.to_sql(copy) == target:
+        if sqlast.to_sql_owned(copy) == target:
             column = x.parent.this if isinstance(x.parent, exp.Binary) else None
             return Change("value_case", x.this, y.this, sqlast.column_name(column))
     return None
@@ -296,5 +296,5 @@ def apply_contrast(
     before = sqlast.to_sql(tree)
     if not _apply(tree, change, column_types or {}):
         return None
-    after = sqlast.to_sql(tree)
+    after = sqlast.to_sql_owned(tree)
     return after if after != before else None

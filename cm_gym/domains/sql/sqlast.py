@@ -79,6 +79,13 @@ def to_sql(tree: exp.Expression) -> str:
     return tree.sql(dialect=DIALECT)
 
 
+def to_sql_owned(tree: exp.Expression) -> str:
+    """`to_sql` of a root tree the caller owns and drops afterwards (an edited copy): sqlglot's
+    generator then works on it in place instead of deep-copying it first (the same text; the
+    tree may be changed by the generator's rewrites, so it must not be used again)."""
+    return tree.sql(dialect=DIALECT, copy=False)
+
+
 def normalize(sql: str) -> str:
     """Canonical one-line SQLite text of `sql` (raises SQLParseError when it does not parse)."""
     return to_sql(parse(sql))
