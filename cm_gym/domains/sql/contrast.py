@@ -144,8 +144,11 @@ def edit_kind(a_minus: str, a_plus: str) -> str | None:
     """The site-free kind of a one-unit change: a comparison made inclusive or strict, an
     aggregate swapped, DISTINCT added or removed, ... (None when the change is not one edit)."""
     change = infer_contrast(a_minus, a_plus)
-    if change is None:
-        return None
+    return change_kind(change) if change is not None else None
+
+
+def change_kind(change: Change) -> str:
+    """The site-free kind of one structured change (`edit_kind` of the pair it turns into)."""
     if change.kind == "cmp":
         if change.frm in _STRICT and change.to in _INCLUSIVE:
             return "cmp:include-boundary"
