@@ -84,6 +84,20 @@ class Embedder:
             self._cache.popitem(last=False)
         return vec
 
+    def prefetch(self, texts: Sequence[str]) -> None:
+        """Embed the texts `embed_one` has not cached in one vectorizer call and cache them: a
+        decision embeds two or three new texts, and sklearn's per-call overhead is most of the
+        cost of one short text. Each row is what `embed_one` would compute alone (the hashing
+        and the L2 norm are per row)."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if len(missing) < 2:
+            return
+        for text, vec in zip(missing, self.embed(missing), strict=True):
+            vec.setflags(write=False)
+            self._cache[text] = vec
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
     def check_compatible(self, embedder_id: str, dim: int | None = None) -> None:
         """Raise `EmbedderMismatchError` unless a store written with `embedder_id` reads with this."""
         if embedder_id != self.embedder_id or (dim is not None and int(dim) != self.dim):

@@ -296,7 +296,7 @@ def apply_contrast(
         tree = sqlast.parse(draft)
     except sqlast.SQLParseError:
         return None
-    before = sqlast.to_sql(tree)
+    before = sqlast.normalize(draft)  # the text of `tree` as parsed (memoised)
     if not _apply(tree, change, column_types or {}):
         return None
     after = sqlast.to_sql_owned(tree)

@@ -87,8 +87,14 @@ def to_sql_owned(tree: exp.Expression) -> str:
 
 
 def normalize(sql: str) -> str:
-    """Canonical one-line SQLite text of `sql` (raises SQLParseError when it does not parse)."""
-    return to_sql(parse(sql))
+    """Canonical one-line SQLite text of `sql` (raises SQLParseError when it does not parse).
+    Memoised: a pure function of the text, asked for the same drafts and replies again and again."""
+    return _normalized(sql)
+
+
+@functools.lru_cache(maxsize=16384)
+def _normalized(sql: str) -> str:
+    return to_sql_owned(parse(sql))
 
 
 def try_normalize(sql: str) -> str:
