@@ -15,7 +15,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
+from sklearn.feature_extraction import FeatureHasher
 from sklearn.feature_extraction.text import HashingVectorizer
+from sklearn.utils.sparsefuncs_fast import inplace_csr_row_normalize_l2
 
 from cm_gym.memory.errors import EmbedderMismatchError
 
@@ -45,6 +47,13 @@ class Embedder:
             lowercase=True,
             dtype=np.float32,
         )
+        # `HashingVectorizer.transform`'s own steps, built once instead of per call (its analyzer,
+        # its FeatureHasher, sklearn's in-place L2 row norm): the same rows without the per-call
+        # rebuilding and input validation, which cost more than hashing one short text
+        self._analyzer = self._vectorizer.build_analyzer()
+        self._hasher = FeatureHasher(
+            n_features=self.dim, input_type="string", dtype=np.float32, alternate_sign=False
+        )
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
 
@@ -68,7 +77,8 @@ class Embedder:
         """(n, dim) float32, each row L2-normalised (an empty text gives a zero row)."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        matrix = self._vectorizer.transform(list(texts))
+        matrix = self._hasher.transform(self._analyzer(text) for text in texts)
+        inplace_csr_row_normalize_l2(matrix)  # what normalize(norm="l2") runs on a CSR matrix
         return np.asarray(matrix.toarray(), dtype=np.float32)
 
     def embed_one(self, text: str) -> np.ndarray:
