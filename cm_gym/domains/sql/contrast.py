@@ -93,12 +93,12 @@ def infer_contrast(a_minus: str, a_plus: str) -> Change | None:
 
 @functools.lru_cache(maxsize=65536)
 def _infer_cached(a_minus: str, a_plus: str) -> Change | None:
-    try:
-        minus, plus = sqlast.parse(a_minus), sqlast.parse(a_plus)
+    try:  # everything below only reads the two trees (changes are made to copies)
+        minus, plus = sqlast.parse_shared(a_minus), sqlast.parse_shared(a_plus)
     except sqlast.SQLParseError:
         return None
-    target = sqlast.to_sql(plus)
-    if sqlast.to_sql(minus) == target:
+    target = sqlast.normalize(a_plus)  # = to_sql(plus), memoised
+    if sqlast.normalize(a_minus) == target:
         return None
     quick = _swapped_node(minus, plus, sqlast.comparisons, sqlast.CMP_TYPES, "cmp") or _swapped_node(
         minus, plus, sqlast.aggregates, sqlast.AGG_TYPES, "agg"

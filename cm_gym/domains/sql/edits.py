@@ -246,11 +246,11 @@ def _base_edits(action: str, column_types: tuple[tuple[str, str], ...]) -> tuple
 def _raw_edits(
     action: str, column_types: Mapping[str, str] | None, extra: ExtraSources | None
 ) -> list[RawEdit]:
-    try:
-        tree = sqlast.parse(action)
+    try:  # the base kinds only read `tree` (each edit changes its own copy): no copy needed
+        tree = sqlast.parse(action) if extra is not None else sqlast.parse_shared(action)
     except sqlast.SQLParseError:
         return []
-    base = sqlast.to_sql(tree)
+    base = sqlast.normalize(action)  # = to_sql(tree), memoised
     more = dict(extra(tree)) if extra is not None else {}
     kinds = (*KINDS, *more)
     groups: dict[str, list[RawEdit]] = {k: [] for k in kinds}

@@ -50,6 +50,13 @@ def parse(sql: str) -> exp.Expression:
     return _parse_cached(sql.strip().rstrip(";").strip()).copy()
 
 
+def parse_shared(sql: str) -> exp.Expression:
+    """`parse` without the copy: the memoised tree itself, shared by every caller, which must
+    only read it (walk it, render it with `to_sql`, `.copy()` it before any change). For the hot
+    read-only paths (deriving a query's edits, recognising a contrast)."""
+    return _parse_cached(sql.strip().rstrip(";").strip())
+
+
 @functools.lru_cache(maxsize=4096)
 def _parse_cached(sql: str) -> exp.Expression:
     if not sql:
