@@ -34,7 +34,7 @@ def _join_change(minus: exp.Expression, plus: exp.Expression) -> Change | None:
         return None
     i, side = diffs[0]
     ca, cb = a[i].args[side], b[i].args[side]
-    copy = minus.copy()
+    copy = sqlast.copy_tree(minus)
     sqlast.join_key_eqs(copy)[i].args[side].set("this", cb.this.copy())
     if sqlast.to_sql_owned(copy) != sqlast.to_sql(plus):
         return None
@@ -49,9 +49,9 @@ def _added_conjunct(minus: exp.Expression, plus: exp.Expression) -> Change | Non
         return None
     for i, cond in enumerate(b):
         if b[:i] + b[i + 1 :] == a:
-            copy = minus.copy()
+            copy = sqlast.copy_tree(minus)
             copy.set("where", None)
-            rest = plus.copy()
+            rest = sqlast.copy_tree(plus)
             rest.set("where", None)
             if sqlast.to_sql_owned(copy) == sqlast.to_sql_owned(rest):
                 return Change("where", "", "add", cond)
@@ -75,7 +75,7 @@ def _swapped_node(
     x, y = diffs[0]
     if sqlast.to_sql(x.this) != sqlast.to_sql(y.this):
         return None
-    copy = minus.copy()
+    copy = sqlast.copy_tree(minus)
     node = nodes(copy)[a.index(x)]
     node.replace(
         type(y)(**{k: v.copy() if isinstance(v, exp.Expression) else v for k, v in node.args.items()})
@@ -123,7 +123,7 @@ def _local_change(minus: exp.Expression, plus: exp.Expression, target: str) -> C
     diffs = [(x, y) for x, y in zip(a, b, strict=False) if x.this != y.this] if len(a) == len(b) else []
     if len(diffs) == 1 and diffs[0][0].this.lower() == diffs[0][1].this.lower():
         x, y = diffs[0]
-        copy = minus.copy()
+        copy = sqlast.copy_tree(minus)
         next(n for n in copy.find_all(exp.Literal) if n.is_string and n.this == x.this).replace(y.copy())
         if sqlast.to_sql_owned(copy) == target:
             column = x.parent.this if isinstance(x.parent, exp.Binary) else None

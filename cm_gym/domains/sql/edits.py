@@ -65,7 +65,7 @@ def _variants(
 ) -> Iterator[tuple[int, Change, str, str]]:
     """For each node i (re-found in a fresh copy), apply `mutate(copy, node)`; yield results."""
     for i in range(len(nodes(tree))):
-        copy = tree.copy()
+        copy = sqlast.copy_tree(tree)
         node = nodes(copy)[i]
         out = mutate(copy, node)
         if out is not None:
@@ -149,7 +149,7 @@ def _limit_edits(tree: exp.Expression) -> Iterator[tuple[int, Change, str, str]]
         for m in (n + 1, n - 1):
             if m < 1:
                 continue
-            copy = tree.copy()
+            copy = sqlast.copy_tree(tree)
             sqlast.limits(copy)[i].set("expression", sqlast.literal_int(m))
             yield i, Change("limit", str(n), str(m)), sqlast.to_sql_owned(copy), f"LIMIT {n} → {m}"
 
@@ -193,7 +193,7 @@ def _join_edits(
             col = eq.args[side]
             table = aliases.get(col.table.lower(), "") if col.table else ""
             for alt in join_candidates(col.name, table, column_types, 2 if side == "this" else 1):
-                copy = tree.copy()
+                copy = sqlast.copy_tree(tree)
                 target = sqlast.join_key_eqs(copy)[i].args[side]
                 target.set("this", exp.to_identifier(alt))
                 change = Change("join_key", col.name.lower(), alt, table)
@@ -205,7 +205,7 @@ def _where_edits(tree: exp.Expression) -> Iterator[tuple[int, Change, str, str]]
     if len(conjuncts) < 2:
         return
     for i in range(len(conjuncts)):
-        copy = tree.copy()
+        copy = sqlast.copy_tree(tree)
         parts = sqlast.where_conjuncts(copy)
         dropped = sqlast.to_sql(parts[i])
         keep = [p for j, p in enumerate(parts) if j != i]

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
+from copy import deepcopy
+from typing import TypeVar
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 DIALECT = "sqlite"
+#: the class sqlglot's own copy tests child values against (``Expr`` from sqlglot 28 on)
+_EXPR: type = getattr(exp, "Expr", exp.Expression)
 
 #: comparison node types and their names (used in units, contrast keys and error operators)
 CMP_TYPES: dict[type[exp.Expression], str] = {
@@ -47,7 +51,56 @@ class SQLParseError(ValueError):
 
 def parse(sql: str) -> exp.Expression:
     """Parse exactly one statement (SQLite dialect) into a fresh, canonicalised AST."""
-    return _parse_cached(sql.strip().rstrip(";").strip()).copy()
+    return copy_tree(_parse_cached(sql.strip().rstrip(";").strip()))
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+#: the node fields `copy_tree` mirrors from sqlglot's `__deepcopy__` (sqlglot 30)
+_MIRRORED_COPY = all(hasattr(exp.Column(), f) for f in ("comments", "_type", "_meta", "_hash", "args"))
+E = TypeVar("E", bound=exp.Expression)
+
+
+def copy_tree(tree: E) -> E:
+    """``tree.copy()``, about twice as fast: sqlglot's own `Expression.__deepcopy__` walk, step
+    for step, except that a node's metadata (token positions: a dict of ints) and comments (a
+    list of strings) are copied as the new dict / list they are, not through `copy.deepcopy`
+    (which gives the same for atoms). Anything else — data types, other metadata — is
+    deep-copied as sqlglot does. A sqlglot whose nodes lack those fields gets its own copy."""
+    if not _MIRRORED_COPY:
+        return tree.copy()
+    root = tree.__class__()
+    stack: list[tuple[exp.Expression, exp.Expression]] = [(tree, root)]
+    while stack:
+        node, copy = stack.pop()
+        comments = node.comments
+        if comments is not None:
+            copy.comments = list(comments) if all(type(c) is str for c in comments) else deepcopy(comments)
+        if node._type is not None:
+            copy._type = deepcopy(node._type)
+        meta = node._meta
+        if meta is not None:
+            copy._meta = (
+                dict(meta)
+                if all(type(k) in _ATOMS and type(v) in _ATOMS for k, v in meta.items())
+                else deepcopy(meta)
+            )
+        if node._hash is not None:
+            copy._hash = node._hash
+        for k, vs in node.args.items():
+            if isinstance(vs, _EXPR):
+                stack.append((vs, vs.__class__()))
+                copy.set(k, stack[-1][-1])
+            elif type(vs) is list:
+                copy.args[k] = []
+                for v in vs:
+                    if isinstance(v, _EXPR):
+                        stack.append((v, v.__class__()))
+                        copy.append(k, stack[-1][-1])
+                    else:
+                        copy.append(k, v)
+            else:
+                copy.args[k] = vs
+    return root
 
 
 def parse_shared(sql: str) -> exp.Expression:
