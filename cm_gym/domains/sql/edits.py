@@ -64,9 +64,10 @@ def _variants(
     tree: exp.Expression, nodes: Callable[[exp.Expression], list], mutate: Callable
 ) -> Iterator[tuple[int, Change, str, str]]:
     """For each node i (re-found in a fresh copy), apply `mutate(copy, node)`; yield results."""
-    for i in range(len(nodes(tree))):
-        copy = sqlast.copy_tree(tree)
-        node = nodes(copy)[i]
+    for i, target in enumerate(nodes(tree)):
+        copy, node = sqlast.copy_tracking(tree, target)  # the i-th node of the copy, as nodes(copy)[i]
+        if node is None:
+            node = nodes(copy)[i]
         out = mutate(copy, node)
         if out is not None:
             change, desc = out

@@ -66,12 +66,22 @@ def copy_tree(tree: E) -> E:
     list of strings) are copied as the new dict / list they are, not through `copy.deepcopy`
     (which gives the same for atoms). Anything else — data types, other metadata — is
     deep-copied as sqlglot does. A sqlglot whose nodes lack those fields gets its own copy."""
+    return copy_tracking(tree, None)[0]
+
+
+def copy_tracking(tree: E, track: exp.Expression | None) -> tuple[E, exp.Expression | None]:
+    """`copy_tree`, and the copy of `track` (a node of `tree`) found on the way, so that a caller
+    about to change that node need not walk the copy to find it again; None when `track` is not
+    in `tree` (or sqlglot's own copy was used)."""
     if not _MIRRORED_COPY:
-        return tree.copy()
+        return tree.copy(), None
     root = tree.__class__()
+    tracked: exp.Expression | None = None
     stack: list[tuple[exp.Expression, exp.Expression]] = [(tree, root)]
     while stack:
         node, copy = stack.pop()
+        if node is track:
+            tracked = copy
         comments = node.comments
         if comments is not None:
             copy.comments = list(comments) if all(type(c) is str for c in comments) else deepcopy(comments)
@@ -100,14 +110,26 @@ def copy_tree(tree: E) -> E:
                         copy.append(k, v)
             else:
                 copy.args[k] = vs
-    return root
+    return root, tracked
 
 
 def parse_shared(sql: str) -> exp.Expression:
     """`parse` without the copy: the memoised tree itself, shared by every caller, which must
     only read it (walk it, render it with `to_sql`, `.copy()` it before any change). For the hot
-    read-only paths (deriving a query's edits, recognising a contrast)."""
-    return _parse_cached(sql.strip().rstrip(";").strip())
+    read-only paths (deriving a query's edits, recognising a contrast). Its DFS node order is
+    computed once and reused by the node enumerations below (it never changes)."""
+    tree = _parse_cached(sql.strip().rstrip(";").strip())
+    entry = _SHARED_DFS.get(id(tree))
+    if entry is None or entry[0] is not tree:
+        if len(_SHARED_DFS) >= _SHARED_DFS_SIZE:
+            _SHARED_DFS.clear()
+        _SHARED_DFS[id(tree)] = (tree, tuple(tree.walk(bfs=False)))
+    return tree
+
+
+#: id → (shared tree, its DFS pre-order): the tree is kept alive here, so its id is not reused
+_SHARED_DFS: dict[int, tuple[exp.Expression, tuple[exp.Expression, ...]]] = {}
+_SHARED_DFS_SIZE = 8192
 
 
 @functools.lru_cache(maxsize=4096)
@@ -172,7 +194,10 @@ def pretty(sql: str) -> str:
 
 # -- node enumeration (deterministic DFS pre-order, the order of units) ------------------------
 def _dfs(tree: exp.Expression) -> Iterator[exp.Expression]:
-    yield from tree.walk(bfs=False)
+    entry = _SHARED_DFS.get(id(tree))
+    if entry is not None and entry[0] is tree:  # a shared (never changed) tree: its stored order
+        return iter(entry[1])
+    return tree.walk(bfs=False)
 
 
 def is_column_pair(node: exp.Expression) -> bool:

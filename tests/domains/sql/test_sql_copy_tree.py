@@ -58,3 +58,19 @@ def test_copy_tree_is_independent_of_the_shared_tree() -> None:
     copy.meta["line"] = -1
     assert sqlast.to_sql(tree) == before and sqlast.to_sql(copy) != before
     assert sqlast.parse_shared(QUERIES[0]) is tree  # the memoised tree is untouched
+
+
+def test_edits_and_contrasts_leave_the_shared_tree_unchanged() -> None:
+    """`raw_edits` and `infer_contrast` read the memoised tree of a query (`parse_shared`) and
+    reuse its stored DFS order: neither may change it, or every later parse of that text would."""
+    from cm_gym.domains.sql import contrast, edits
+
+    for query in QUERIES:
+        tree = sqlast.parse_shared(query)
+        text, order = sqlast.to_sql(tree), [type(n) for n in tree.walk(bfs=False)]
+        for edit in edits.raw_edits(query, {"teams.team_id": "INTEGER", "teams.id": "INTEGER"}):
+            contrast.infer_contrast(query, edit.text)
+            contrast.infer_contrast(edit.text, query)
+        assert sqlast.parse_shared(query) is tree and sqlast.to_sql(tree) == text
+        assert [type(n) for n in tree.walk(bfs=False)] == order
+        assert list(sqlast._dfs(tree)) == list(tree.walk(bfs=False))
