@@ -175,10 +175,38 @@ def _pick(
     return nodes[0]
 
 
+def _sites(tree: exp.Expression, change: Change) -> list[exp.Expression] | None:
+    """The nodes `_apply` may change for a cmp / null / order / agg / join_key change (its
+    candidates, before any change; a join-key equality once per matching side); None for the
+    other kinds. Read only, so `apply_contrast` can ask the shared parse tree first: no site,
+    no copy."""
+    kind = change.kind
+    if kind == "cmp":
+        return [n for n in sqlast.comparisons(tree) if sqlast.CMP_TYPES[type(n)] == change.frm]
+    if kind == "null":
+        want_negate = change.frm == "IS NOT"
+        return [n for n in sqlast.null_checks(tree) if bool(n.args.get("negate")) == want_negate]
+    if kind == "order":
+        return [
+            n for n in sqlast.ordered_keys(tree) if ("DESC" if n.args.get("desc") else "ASC") == change.frm
+        ]
+    if kind == "agg":
+        cands = [n for n in sqlast.aggregates(tree) if sqlast.AGG_TYPES[type(n)] == change.frm]
+        return [n for n in cands if not isinstance(n.this, (exp.Star, exp.Distinct))]
+    if kind == "join_key":
+        return [
+            eq.args[side]
+            for eq in sqlast.join_key_eqs(tree)
+            for side in ("this", "expression")
+            if eq.args[side].name.lower() == change.frm
+        ]
+    return None
+
+
 def _apply(tree: exp.Expression, change: Change, column_types: Mapping[str, str]) -> bool:
     kind = change.kind
     if kind == "cmp":
-        cands = [n for n in sqlast.comparisons(tree) if sqlast.CMP_TYPES[type(n)] == change.frm]
+        cands = _sites(tree, change) or []
         node = _pick(cands, sqlast.operand_key, change.target)
         if node is None:
             return False
@@ -186,7 +214,7 @@ def _apply(tree: exp.Expression, change: Change, column_types: Mapping[str, str]
         return True
     if kind == "null":
         want_negate = change.frm == "IS NOT"
-        cands = [n for n in sqlast.null_checks(tree) if bool(n.args.get("negate")) == want_negate]
+        cands = _sites(tree, change) or []
         node = _pick(cands, lambda n: sqlast.column_name(n.this), change.target)
         if node is None:
             return False
@@ -195,9 +223,7 @@ def _apply(tree: exp.Expression, change: Change, column_types: Mapping[str, str]
     if kind == "distinct":
         return _apply_distinct(tree, change)
     if kind == "order":
-        cands = [
-            n for n in sqlast.ordered_keys(tree) if ("DESC" if n.args.get("desc") else "ASC") == change.frm
-        ]
+        cands = _sites(tree, change) or []
         node = _pick(
             cands, lambda n: sqlast.column_name(n.this) or sqlast.to_sql(n.this).lower(), change.target
         )
@@ -215,8 +241,7 @@ def _apply(tree: exp.Expression, change: Change, column_types: Mapping[str, str]
         limits[0].set("expression", sqlast.literal_int(n))
         return True
     if kind == "agg":
-        cands = [n for n in sqlast.aggregates(tree) if sqlast.AGG_TYPES[type(n)] == change.frm]
-        cands = [n for n in cands if not isinstance(n.this, (exp.Star, exp.Distinct))] or []
+        cands = _sites(tree, change) or []
         node = _pick(cands, lambda n: sqlast.column_name(n.this), change.target)
         if node is None:
             return False
@@ -293,9 +318,12 @@ def apply_contrast(
     if change is None:
         return None
     try:
-        tree = sqlast.parse(draft)
+        shared = sqlast.parse_shared(draft)
     except sqlast.SQLParseError:
         return None
+    if _sites(shared, change) == []:  # no site: `_apply` would change nothing (no copy needed)
+        return None
+    tree = sqlast.copy_tree(shared)  # = sqlast.parse(draft)
     before = sqlast.normalize(draft)  # the text of `tree` as parsed (memoised)
     if not _apply(tree, change, column_types or {}):
         return None
