@@ -1,6 +1,6 @@
 """Regression pin for the SQL decision path (issue 35 item 1: faster, behaviour identical).
 
-The digests below were computed on main before the speed work (5445140's behaviour): the default
+The digests below were computed on main (09bb6a1) before the speed work: the default
 SQL store that the first ``gym.make("cm_gym/SQL-v0")`` builds, and what the env returns over the
 first decisions of a seeded random-valid-action rollout (the simulator's revised actions, the
 records used, rewards, masks). A speed change that alters any of them changes what the README's
