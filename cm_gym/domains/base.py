@@ -74,11 +74,18 @@ def refused_message(refused: list[tuple[str, str]], what: str, shown: int = 20) 
 
 @dataclass(frozen=True)
 class Edit:
-    """A local alternative: the whole edited action, with exactly one decision unit changed."""
+    """A local alternative: the whole edited action, with exactly one decision unit changed.
+
+    `kind` and `contrast_key` are what `Domain.edit_kind` / `Domain.contrast_key` say of
+    (action → text), carried by an operator that knows them from the change it made (SQL's base
+    grammar), so that the simulated revision need not re-derive them by parsing and diffing both
+    texts; None (the default): `Domain._kinded_edits` derives them. Not compared."""
 
     text: str
     unit: str
     description: str = ""
+    kind: str | None = field(default=None, compare=False)
+    contrast_key: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -367,8 +374,10 @@ class Domain(ActionReading, EnvironmentHooks, ABC):
                 if edit.text != draft and edit.text not in seen:
                     seen[edit.text] = (
                         edit.text,
-                        self.edit_kind(draft, edit.text),
-                        self.contrast_key(draft, edit.text),
+                        edit.kind if edit.kind is not None else self.edit_kind(draft, edit.text),
+                        edit.contrast_key
+                        if edit.contrast_key is not None
+                        else self.contrast_key(draft, edit.text),
                     )
             found = memo[key] = tuple(seen.values())
             if len(memo) > 4096:

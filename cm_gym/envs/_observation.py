@@ -67,10 +67,16 @@ class ObservationMixin:
         self._draft = self._agent.draft(self._state, self._draft_cost)
         t0 = clock()
         state_text = self._state.render()
-        state_embedding = self.embedder.embed_one(query_text(self._task, state_text))
+        state_query = query_text(self._task, state_text)
+        retrieving = not (self.retrieval == "none" or self.k == 0)
+        self.embedder.prefetch(
+            [state_query, self._draft]
+            + ([self._retriever.embedded_text(self._task, state_text, self._draft)] if retrieving else [])
+        )
+        state_embedding = self.embedder.embed_one(state_query)
         draft_embedding = self.embedder.embed_one(self._draft)
         t1 = clock()
-        if self.retrieval == "none" or self.k == 0:
+        if not retrieving:
             self._retrieved = []
         else:
             hits = self._retriever.retrieve(self._task, state_text, draft=self._draft)

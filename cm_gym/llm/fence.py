@@ -8,6 +8,8 @@ def fenced(action: str) -> str:
     """An action in a fenced code block, the form `Domain.parse_action` extracts. The fence is
     longer than any backtick run inside the action (CommonMark's rule), so an action that itself
     holds a fenced block (a comment quoting Markdown) comes back whole."""
+    if "```" not in action:  # no run of 3+ backticks: the plain fence (skips the scan)
+        return f"```\n{action}\n```"
     longest, run = 0, 0
     for ch in action:
         run = run + 1 if ch == "`" else 0

@@ -134,6 +134,7 @@ class SimulatedLLM:
         self._lookup = task_lookup
         self._error_models: dict[str, ErrorModel] = {}
         self._drafts: dict[tuple[str, str, str, tuple[str, ...]], str] = {}
+        self._slips: dict[tuple[int, int, float], tuple[Task, tuple[ErrorOperator, ...]]] = {}
         self._revision_overrides = load_revision_rates(revision_rates) if revision_rates is not None else {}
         self._candidates = CandidateCache()
 
@@ -176,7 +177,18 @@ class SimulatedLLM:
         if fix_p is None:
             logger.warning("error model has no fix probability for agent %r; using react's", agent)
             fix_p = model.fix_prob.get("react", 0.0)
-        return [op for op in self.active_slips(task) if not self._fixed(task, op, failed_attempts, fix_p)]
+        # memoised per task *object* (kept alive by the memo, so its id is not reused): the slips
+        # are a pure function of (seed, task, failed attempts, fix probability), and drawing them
+        # seeds one generator per operator and attempt at every decision
+        key = (id(task), int(failed_attempts), fix_p)
+        hit = self._slips.get(key)
+        if hit is not None and hit[0] is task:
+            return list(hit[1])
+        out = [op for op in self.active_slips(task) if not self._fixed(task, op, failed_attempts, fix_p)]
+        if len(self._slips) >= _DRAFT_MEMO_SIZE:
+            self._slips.clear()
+        self._slips[key] = (task, tuple(out))
+        return out
 
     def _fixed(self, task: Task, op: ErrorOperator, failed_attempts: int, fix_p: float) -> bool:
         return any(

@@ -15,12 +15,16 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
+from scipy import sparse
+from sklearn.feature_extraction import FeatureHasher
 from sklearn.feature_extraction.text import HashingVectorizer
+from sklearn.utils.sparsefuncs_fast import inplace_csr_row_normalize_l2
 
 from cm_gym.memory.errors import EmbedderMismatchError
 
 DIM = 512
 DEFAULT_NGRAM_RANGE = (3, 5)
+_WORD_CACHE_SIZE = 200_000
 _ID = re.compile(r"hashing-char_wb-(\d+)to(\d+)-(\d+)-v1")
 
 
@@ -45,6 +49,13 @@ class Embedder:
             lowercase=True,
             dtype=np.float32,
         )
+        # `HashingVectorizer.transform`'s own parts, built once (its analyzer, its FeatureHasher,
+        # sklearn's in-place L2 row norm); see `embed` for how they are used
+        self._analyzer = self._vectorizer.build_analyzer()
+        self._hasher = FeatureHasher(
+            n_features=self.dim, input_type="string", dtype=np.float32, alternate_sign=False
+        )
+        self._words: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
 
@@ -65,11 +76,39 @@ class Embedder:
         return cls(n_features=int(m.group(3)), ngram_range=(int(m.group(1)), int(m.group(2))))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """(n, dim) float32, each row L2-normalised (an empty text gives a zero row)."""
+        """(n, dim) float32, each row L2-normalised (an empty text gives a zero row).
+
+        Exactly `HashingVectorizer.transform`'s rows, computed word by word: ``char_wb`` n-grams
+        never cross whitespace, so a text's hashed n-gram counts are the sum of its words'
+        (each word's row hashed once by the vectorizer's own analyzer and FeatureHasher, then
+        cached); the integer counts are summed exactly and normalised by the same sklearn
+        routine on the same sorted CSR row. Texts share most words (the schema, the question),
+        so a new text costs a split and a sum instead of re-deriving and hashing every n-gram.
+        `tests/memory/test_mem_embedding.py` pins the equality."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        matrix = self._vectorizer.transform(list(texts))
+        counts = np.zeros((len(texts), self.dim), dtype=np.float64)
+        for row, text in enumerate(texts):
+            parts = [self._word_row(word) for word in text.split()]
+            if parts:
+                index = np.concatenate([p[0] for p in parts])
+                weight = np.concatenate([p[1] for p in parts])
+                counts[row] = np.bincount(index, weights=weight, minlength=self.dim)
+        matrix = sparse.csr_matrix(counts.astype(np.float32))  # sorted indices, as sum_duplicates
+        inplace_csr_row_normalize_l2(matrix)  # what normalize(norm="l2") runs on a CSR matrix
         return np.asarray(matrix.toarray(), dtype=np.float32)
+
+    def _word_row(self, word: str) -> tuple[np.ndarray, np.ndarray]:
+        """(feature indices, counts) of one whitespace-free word's n-grams, as the vectorizer
+        hashes them (cached; the vocabulary of a benchmark's texts is small)."""
+        found = self._words.get(word)
+        if found is None:
+            row = self._hasher.transform([self._analyzer(word)])
+            found = (np.asarray(row.indices, dtype=np.intp), np.asarray(row.data, dtype=np.float64))
+            if len(self._words) >= _WORD_CACHE_SIZE:
+                self._words.clear()
+            self._words[word] = found
+        return found
 
     def embed_one(self, text: str) -> np.ndarray:
         """(dim,) float32 for one text, cached (the returned array is read-only)."""
@@ -83,6 +122,20 @@ class Embedder:
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return vec
+
+    def prefetch(self, texts: Sequence[str]) -> None:
+        """Embed the texts `embed_one` has not cached in one vectorizer call and cache them: a
+        decision embeds two or three new texts, and sklearn's per-call overhead is most of the
+        cost of one short text. Each row is what `embed_one` would compute alone (the hashing
+        and the L2 norm are per row)."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if len(missing) < 2:
+            return
+        for text, vec in zip(missing, self.embed(missing), strict=True):
+            vec.setflags(write=False)
+            self._cache[text] = vec
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
 
     def check_compatible(self, embedder_id: str, dim: int | None = None) -> None:
         """Raise `EmbedderMismatchError` unless a store written with `embedder_id` reads with this."""

@@ -239,9 +239,13 @@ class Retriever:
     def query_embedding(self, task: Task, state_text: str, draft: str | None = None) -> np.ndarray:
         """φ(s): the domain's `retrieval_text` (question + draft) when a draft is given and the
         retriever knows its domain, else the prompt plus the state text."""
+        return self.embedder.embed_one(self.embedded_text(task, state_text, draft))
+
+    def embedded_text(self, task: Task, state_text: str, draft: str | None = None) -> str:
+        """The text `query_embedding` embeds (so a caller can embed it together with others)."""
         if draft is not None and self.domain is not None:
-            return self.embedder.embed_one(self.domain.retrieval_text(task, draft, state_text))
-        return self.embedder.embed_one(query_text(task, state_text))
+            return self.domain.retrieval_text(task, draft, state_text)
+        return query_text(task, state_text)
 
     # -- retrieval ----------------------------------------------------------------------------
     def retrieve(

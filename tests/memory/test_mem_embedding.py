@@ -53,3 +53,33 @@ def test_ids_round_trip_and_mismatch_is_an_error() -> None:
         e.check_compatible(e.embedder_id, 256)
     with pytest.raises(EmbedderMismatchError, match="unknown embedder"):
         Embedder.from_id("sentence-transformers/all-MiniLM")
+
+
+EDGE_TEXTS = [
+    "",
+    "   \t\n ",
+    "Task: Give the titles of books whose price is 14.5 or higher.\nPrevious attempt:\n"
+    "SELECT title FROM books WHERE price > 14.5\nEnvironment:\n  books(book_id INTEGER PK, title TEXT)",
+    "SELECT T1.name FROM teams AS T1 JOIN players AS T2 ON T1.team_id = T2.team_id",
+    "ÄÖü ✓ 中文 text  ΟΔΟΣ Σ σς İstanbul ǅ ß",
+    "a",
+    "ab abc abcd abcde abcdef",
+    "x\u00a0y\u2003z a\x1cb\x1fc tab\there\r\nnew",
+    "repeat repeat repeat REPEAT Repeat",
+]
+
+
+def test_rows_equal_sklearns_hashing_vectorizer_bit_for_bit() -> None:
+    """`embed` sums cached per-word rows (issue 35 item 1): each row must be exactly what
+    sklearn's HashingVectorizer gives for the whole text, one by one, in a batch and from
+    `prefetch`."""
+    embedder = Embedder()
+    reference = np.asarray(embedder._vectorizer.transform(EDGE_TEXTS).toarray(), dtype=np.float32)
+    assert np.array_equal(embedder.embed(EDGE_TEXTS), reference)
+    fresh = Embedder()
+    for text, row in zip(EDGE_TEXTS, reference, strict=True):
+        assert np.array_equal(fresh.embed([text])[0], row)
+    prefetched = Embedder()
+    prefetched.prefetch(EDGE_TEXTS)
+    for text, row in zip(EDGE_TEXTS, reference, strict=True):
+        assert np.array_equal(prefetched.embed_one(text), row)

@@ -34,9 +34,9 @@ def _join_change(minus: exp.Expression, plus: exp.Expression) -> Change | None:
         return None
     i, side = diffs[0]
     ca, cb = a[i].args[side], b[i].args[side]
-    copy = minus.copy()
+    copy = sqlast.copy_tree(minus)
     sqlast.join_key_eqs(copy)[i].args[side].set("this", cb.this.copy())
-    if sqlast.to_sql(copy) != sqlast.to_sql(plus):
+    if sqlast.to_sql_owned(copy) != sqlast.to_sql(plus):
         return None
     table = sqlast.table_aliases(minus).get(ca.table.lower(), "") if ca.table else ""
     return Change("join_key", ca.name.lower(), cb.name.lower(), table)
@@ -49,11 +49,11 @@ def _added_conjunct(minus: exp.Expression, plus: exp.Expression) -> Change | Non
         return None
     for i, cond in enumerate(b):
         if b[:i] + b[i + 1 :] == a:
-            copy = minus.copy()
+            copy = sqlast.copy_tree(minus)
             copy.set("where", None)
-            rest = plus.copy()
+            rest = sqlast.copy_tree(plus)
             rest.set("where", None)
-            if sqlast.to_sql(copy) == sqlast.to_sql(rest):
+            if sqlast.to_sql_owned(copy) == sqlast.to_sql_owned(rest):
                 return Change("where", "", "add", cond)
     return None
 
@@ -75,12 +75,12 @@ def _swapped_node(
     x, y = diffs[0]
     if sqlast.to_sql(x.this) != sqlast.to_sql(y.this):
         return None
-    copy = minus.copy()
+    copy = sqlast.copy_tree(minus)
     node = nodes(copy)[a.index(x)]
     node.replace(
         type(y)(**{k: v.copy() if isinstance(v, exp.Expression) else v for k, v in node.args.items()})
     )
-    if sqlast.to_sql(copy) != sqlast.to_sql(plus):
+    if sqlast.to_sql_owned(copy) != sqlast.to_sql(plus):
         return None
     target = sqlast.operand_key(x) if kind == "cmp" else sqlast.column_name(x.this)
     return Change(kind, names[type(x)], names[type(y)], target)
@@ -91,14 +91,14 @@ def infer_contrast(a_minus: str, a_plus: str) -> Change | None:
     return _infer_cached(a_minus, a_plus)
 
 
-@functools.lru_cache(maxsize=2048)
+@functools.lru_cache(maxsize=65536)
 def _infer_cached(a_minus: str, a_plus: str) -> Change | None:
-    try:
-        minus, plus = sqlast.parse(a_minus), sqlast.parse(a_plus)
+    try:  # everything below only reads the two trees (changes are made to copies)
+        minus, plus = sqlast.parse_shared(a_minus), sqlast.parse_shared(a_plus)
     except sqlast.SQLParseError:
         return None
-    target = sqlast.to_sql(plus)
-    if sqlast.to_sql(minus) == target:
+    target = sqlast.normalize(a_plus)  # = to_sql(plus), memoised
+    if sqlast.normalize(a_minus) == target:
         return None
     quick = _swapped_node(minus, plus, sqlast.comparisons, sqlast.CMP_TYPES, "cmp") or _swapped_node(
         minus, plus, sqlast.aggregates, sqlast.AGG_TYPES, "agg"
@@ -123,9 +123,9 @@ def _local_change(minus: exp.Expression, plus: exp.Expression, target: str) -> C
     diffs = [(x, y) for x, y in zip(a, b, strict=False) if x.this != y.this] if len(a) == len(b) else []
     if len(diffs) == 1 and diffs[0][0].this.lower() == diffs[0][1].this.lower():
         x, y = diffs[0]
-        copy = minus.copy()
+        copy = sqlast.copy_tree(minus)
         next(n for n in copy.find_all(exp.Literal) if n.is_string and n.this == x.this).replace(y.copy())
-        if sqlast.to_sql(copy) == target:
+        if sqlast.to_sql_owned(copy) == target:
             column = x.parent.this if isinstance(x.parent, exp.Binary) else None
             return Change("value_case", x.this, y.this, sqlast.column_name(column))
     return None
@@ -144,8 +144,11 @@ def edit_kind(a_minus: str, a_plus: str) -> str | None:
     """The site-free kind of a one-unit change: a comparison made inclusive or strict, an
     aggregate swapped, DISTINCT added or removed, ... (None when the change is not one edit)."""
     change = infer_contrast(a_minus, a_plus)
-    if change is None:
-        return None
+    return change_kind(change) if change is not None else None
+
+
+def change_kind(change: Change) -> str:
+    """The site-free kind of one structured change (`edit_kind` of the pair it turns into)."""
     if change.kind == "cmp":
         if change.frm in _STRICT and change.to in _INCLUSIVE:
             return "cmp:include-boundary"
@@ -172,10 +175,38 @@ def _pick(
     return nodes[0]
 
 
+def _sites(tree: exp.Expression, change: Change) -> list[exp.Expression] | None:
+    """The nodes `_apply` may change for a cmp / null / order / agg / join_key change (its
+    candidates, before any change; a join-key equality once per matching side); None for the
+    other kinds. Read only, so `apply_contrast` can ask the shared parse tree first: no site,
+    no copy."""
+    kind = change.kind
+    if kind == "cmp":
+        return [n for n in sqlast.comparisons(tree) if sqlast.CMP_TYPES[type(n)] == change.frm]
+    if kind == "null":
+        want_negate = change.frm == "IS NOT"
+        return [n for n in sqlast.null_checks(tree) if bool(n.args.get("negate")) == want_negate]
+    if kind == "order":
+        return [
+            n for n in sqlast.ordered_keys(tree) if ("DESC" if n.args.get("desc") else "ASC") == change.frm
+        ]
+    if kind == "agg":
+        cands = [n for n in sqlast.aggregates(tree) if sqlast.AGG_TYPES[type(n)] == change.frm]
+        return [n for n in cands if not isinstance(n.this, (exp.Star, exp.Distinct))]
+    if kind == "join_key":
+        return [
+            eq.args[side]
+            for eq in sqlast.join_key_eqs(tree)
+            for side in ("this", "expression")
+            if eq.args[side].name.lower() == change.frm
+        ]
+    return None
+
+
 def _apply(tree: exp.Expression, change: Change, column_types: Mapping[str, str]) -> bool:
     kind = change.kind
     if kind == "cmp":
-        cands = [n for n in sqlast.comparisons(tree) if sqlast.CMP_TYPES[type(n)] == change.frm]
+        cands = _sites(tree, change) or []
         node = _pick(cands, sqlast.operand_key, change.target)
         if node is None:
             return False
@@ -183,7 +214,7 @@ def _apply(tree: exp.Expression, change: Change, column_types: Mapping[str, str]
         return True
     if kind == "null":
         want_negate = change.frm == "IS NOT"
-        cands = [n for n in sqlast.null_checks(tree) if bool(n.args.get("negate")) == want_negate]
+        cands = _sites(tree, change) or []
         node = _pick(cands, lambda n: sqlast.column_name(n.this), change.target)
         if node is None:
             return False
@@ -192,9 +223,7 @@ def _apply(tree: exp.Expression, change: Change, column_types: Mapping[str, str]
     if kind == "distinct":
         return _apply_distinct(tree, change)
     if kind == "order":
-        cands = [
-            n for n in sqlast.ordered_keys(tree) if ("DESC" if n.args.get("desc") else "ASC") == change.frm
-        ]
+        cands = _sites(tree, change) or []
         node = _pick(
             cands, lambda n: sqlast.column_name(n.this) or sqlast.to_sql(n.this).lower(), change.target
         )
@@ -212,8 +241,7 @@ def _apply(tree: exp.Expression, change: Change, column_types: Mapping[str, str]
         limits[0].set("expression", sqlast.literal_int(n))
         return True
     if kind == "agg":
-        cands = [n for n in sqlast.aggregates(tree) if sqlast.AGG_TYPES[type(n)] == change.frm]
-        cands = [n for n in cands if not isinstance(n.this, (exp.Star, exp.Distinct))] or []
+        cands = _sites(tree, change) or []
         node = _pick(cands, lambda n: sqlast.column_name(n.this), change.target)
         if node is None:
             return False
@@ -290,11 +318,14 @@ def apply_contrast(
     if change is None:
         return None
     try:
-        tree = sqlast.parse(draft)
+        shared = sqlast.parse_shared(draft)
     except sqlast.SQLParseError:
         return None
-    before = sqlast.to_sql(tree)
+    if _sites(shared, change) == []:  # no site: `_apply` would change nothing (no copy needed)
+        return None
+    tree = sqlast.copy_tree(shared)  # = sqlast.parse(draft)
+    before = sqlast.normalize(draft)  # the text of `tree` as parsed (memoised)
     if not _apply(tree, change, column_types or {}):
         return None
-    after = sqlast.to_sql(tree)
+    after = sqlast.to_sql_owned(tree)
     return after if after != before else None

@@ -6,6 +6,7 @@ that ``import cm_gym`` stays fast.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +16,8 @@ from cm_gym.domains.reply import ReplyFormat
 from cm_gym.domains.sql.conditions import PREDICATES
 from cm_gym.domains.sql.evaluator import SQLEvaluator
 from cm_gym.domains.sql.reply import find_query
+
+_APPLY_MEMO_SIZE = 20_000
 
 
 class SQLDomain(Domain):
@@ -41,17 +44,30 @@ class SQLDomain(Domain):
         "extended"`` also gets the local edits real drafts need (`edits_local.py`: projected
         column, join type, LIKE, value casing from the task's database, COUNT(*)). The default
         benchmarks and the simulated LLM see the base grammar only."""
-        from cm_gym.domains.sql.edits import edit_operators
-
         column_types = (task.features or {}).get("column_types")
         if (task.meta or {}).get("sql_edit_grammar") != "extended":
-            return edit_operators(action, column_types)
+            return self._base_edit_operators(action, column_types)
         from cm_gym.domains.sql.edits_local import extended_edits
         from cm_gym.domains.sql.values import column_values
 
         path = (task.meta or {}).get("db_path") or ""
         lookup = (lambda table, column: column_values(path, table, column)) if path else None
         return [Edit(e.text, e.unit, e.description) for e in extended_edits(action, column_types, lookup)]
+
+    @staticmethod
+    def _base_edit_operators(action: str, column_types: Mapping[str, str] | None) -> list[Edit]:
+        """The base grammar's edits, each carrying its edit kind and contrast key from the
+        structured change that made it (`contrast.change_kind`, `Change.key`): the values
+        `edit_kind` / `contrast_key` re-derive from (action, edit) by re-parsing both queries
+        (the same on every reachable simulator draft of SQL and SpiderSQL;
+        tests/domains/sql/test_carried_edit_kinds.py)."""
+        from cm_gym.domains.sql.contrast import change_kind
+        from cm_gym.domains.sql.edits import raw_edits
+
+        return [
+            Edit(e.text, e.unit, e.description, change_kind(e.change), e.change.key)
+            for e in raw_edits(action, column_types)
+        ]
 
     def decision_units(self, action: str) -> list[str]:
         """One line per clause / key of the pretty-printed query."""
@@ -95,13 +111,33 @@ class SQLDomain(Domain):
 
     def apply_contrast(self, task: Task, draft: str, a_minus: str, a_plus: str) -> str | None:
         """Apply the record's one-unit change to the draft (same column first); None when the
-        pattern does not occur. Contrasts that are not one AST edit fall back to token runs."""
+        pattern does not occur. Contrasts that are not one AST edit fall back to token runs.
+
+        Memoised on (draft, a⁻, a⁺, the task's column types in order), all it depends on: one
+        simulated revision asks it up to three times (closeness, the apply branch, analogous
+        edits), each a parse and a render of the draft."""
+        column_types = (task.features or {}).get("column_types")
+        key = (draft, a_minus, a_plus, tuple(column_types.items()) if column_types else ())
+        memo: OrderedDict[tuple[Any, ...], str | None] = self.__dict__.setdefault(
+            "_apply_memo", OrderedDict()
+        )
+        if key in memo:
+            memo.move_to_end(key)
+            return memo[key]
+        out = memo[key] = self._apply_contrast(task, draft, a_minus, a_plus, column_types)
+        if len(memo) > _APPLY_MEMO_SIZE:
+            memo.popitem(last=False)
+        return out
+
+    def _apply_contrast(
+        self, task: Task, draft: str, a_minus: str, a_plus: str, column_types: Mapping[str, str] | None
+    ) -> str | None:
         from cm_gym.domains.sql import contrast, sqlast
 
         if contrast.infer_contrast(a_minus, a_plus) is None:
             out = super().apply_contrast(task, draft, a_minus, a_plus)
             return sqlast.try_normalize(out) if out is not None else None
-        return contrast.apply_contrast(draft, a_minus, a_plus, (task.features or {}).get("column_types"))
+        return contrast.apply_contrast(draft, a_minus, a_plus, column_types)
 
     def transform_of(self, task: Task, a_minus: str, a_plus: str) -> str:
         """The site-free transform of a generic contrast (`transfer.transform_of`) as JSON, e.g.

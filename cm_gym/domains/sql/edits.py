@@ -11,6 +11,7 @@ one place.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -63,13 +64,14 @@ def _variants(
     tree: exp.Expression, nodes: Callable[[exp.Expression], list], mutate: Callable
 ) -> Iterator[tuple[int, Change, str, str]]:
     """For each node i (re-found in a fresh copy), apply `mutate(copy, node)`; yield results."""
-    for i in range(len(nodes(tree))):
-        copy = tree.copy()
-        node = nodes(copy)[i]
+    for i, target in enumerate(nodes(tree)):
+        copy, node = sqlast.copy_tracking(tree, target)  # the i-th node of the copy, as nodes(copy)[i]
+        if node is None:
+            node = nodes(copy)[i]
         out = mutate(copy, node)
         if out is not None:
             change, desc = out
-            yield i, change, sqlast.to_sql(copy), desc
+            yield i, change, sqlast.to_sql_owned(copy), desc
 
 
 def _flip_cmp(tree: exp.Expression, node: exp.Expression) -> tuple[Change, str]:
@@ -148,9 +150,9 @@ def _limit_edits(tree: exp.Expression) -> Iterator[tuple[int, Change, str, str]]
         for m in (n + 1, n - 1):
             if m < 1:
                 continue
-            copy = tree.copy()
+            copy = sqlast.copy_tree(tree)
             sqlast.limits(copy)[i].set("expression", sqlast.literal_int(m))
-            yield i, Change("limit", str(n), str(m)), sqlast.to_sql(copy), f"LIMIT {n} → {m}"
+            yield i, Change("limit", str(n), str(m)), sqlast.to_sql_owned(copy), f"LIMIT {n} → {m}"
 
 
 def _agg_nodes(tree: exp.Expression) -> list[exp.Expression]:
@@ -192,11 +194,11 @@ def _join_edits(
             col = eq.args[side]
             table = aliases.get(col.table.lower(), "") if col.table else ""
             for alt in join_candidates(col.name, table, column_types, 2 if side == "this" else 1):
-                copy = tree.copy()
+                copy = sqlast.copy_tree(tree)
                 target = sqlast.join_key_eqs(copy)[i].args[side]
                 target.set("this", exp.to_identifier(alt))
                 change = Change("join_key", col.name.lower(), alt, table)
-                yield i, change, sqlast.to_sql(copy), f"join key {sqlast.to_sql(col)} → {alt}"
+                yield i, change, sqlast.to_sql_owned(copy), f"join key {sqlast.to_sql(col)} → {alt}"
 
 
 def _where_edits(tree: exp.Expression) -> Iterator[tuple[int, Change, str, str]]:
@@ -204,12 +206,17 @@ def _where_edits(tree: exp.Expression) -> Iterator[tuple[int, Change, str, str]]
     if len(conjuncts) < 2:
         return
     for i in range(len(conjuncts)):
-        copy = tree.copy()
+        copy = sqlast.copy_tree(tree)
         parts = sqlast.where_conjuncts(copy)
         dropped = sqlast.to_sql(parts[i])
         keep = [p for j, p in enumerate(parts) if j != i]
         copy.set("where", exp.Where(this=exp.and_(*keep)))
-        yield i, Change("where", dropped, "drop", dropped), sqlast.to_sql(copy), f"drop condition {dropped}"
+        yield (
+            i,
+            Change("where", dropped, "drop", dropped),
+            sqlast.to_sql_owned(copy),
+            f"drop condition {dropped}",
+        )
 
 
 #: more edit kinds for `raw_edits`: ``extra(tree) -> {kind: (index, change, text, description)...}``
@@ -221,12 +228,30 @@ def raw_edits(
 ) -> list[RawEdit]:
     """All one-unit edits of `action`, round-robin over kinds (comparisons first). `extra` adds
     kinds after the base ones in each round (`edits_local.extended_edits`); without it the list
-    is the base grammar's, unchanged."""
-    try:
-        tree = sqlast.parse(action)
+    is the base grammar's, unchanged.
+
+    The base grammar's list is a pure function of (action, column types), memoised: the
+    simulator's revision model asks for the edits of the same draft many times (its edit kinds,
+    `contrast.infer_contrast`), and each derivation copies and renders the tree once per edit."""
+    if extra is not None:
+        return _raw_edits(action, column_types, extra)
+    types = tuple(column_types.items()) if column_types else ()  # in order: join candidates follow it
+    return list(_base_edits(action, types))
+
+
+@functools.lru_cache(maxsize=8192)
+def _base_edits(action: str, column_types: tuple[tuple[str, str], ...]) -> tuple[RawEdit, ...]:
+    return tuple(_raw_edits(action, dict(column_types), None))
+
+
+def _raw_edits(
+    action: str, column_types: Mapping[str, str] | None, extra: ExtraSources | None
+) -> list[RawEdit]:
+    try:  # the base kinds only read `tree` (each edit changes its own copy): no copy needed
+        tree = sqlast.parse(action) if extra is not None else sqlast.parse_shared(action)
     except sqlast.SQLParseError:
         return []
-    base = sqlast.to_sql(tree)
+    base = sqlast.normalize(action)  # = to_sql(tree), memoised
     more = dict(extra(tree)) if extra is not None else {}
     kinds = (*KINDS, *more)
     groups: dict[str, list[RawEdit]] = {k: [] for k in kinds}

@@ -1,0 +1,76 @@
+"""`sqlast.copy_tree` is `Expression.copy()`, faster (issue 35 item 1): the same nodes, args,
+parents, comments, metadata and text, and a change to the copy leaves the original alone."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from cm_gym.domains.sql import sqlast
+
+QUERIES = [
+    "SELECT T1.name, COUNT(*) FROM teams AS T1 JOIN players AS T2 ON T1.team_id = T2.team_id "
+    "WHERE T2.age >= 21 AND T1.city IS NOT NULL GROUP BY T1.team_id HAVING COUNT(*) > 3 "
+    "ORDER BY 2 DESC LIMIT 5",
+    "SELECT a /* note */ FROM t -- trailing\n WHERE CAST(x AS INTEGER) > 3",
+    "SELECT DISTINCT name FROM (SELECT name, AVG(price) AS p FROM products GROUP BY name) WHERE p < 10.5",
+]
+
+
+def _same(a: exp.Expression, b: exp.Expression) -> bool:
+    if type(a) is not type(b) or (a.comments, a._meta, a._hash, a._type) != (
+        b.comments,
+        b._meta,
+        b._hash,
+        b._type,
+    ):
+        return False
+    if a.args.keys() != b.args.keys():
+        return False
+    for key, x in a.args.items():
+        y = b.args[key]
+        xs, ys = (x, y) if isinstance(x, list) else ([x], [y])
+        if len(xs) != len(ys):
+            return False
+        for u, v in zip(xs, ys, strict=True):
+            if isinstance(u, exp.Expression):
+                if not (_same(u, v) and v.parent is b and v.arg_key == u.arg_key and v.index == u.index):
+                    return False
+            elif u != v:
+                return False
+    return True
+
+
+def test_copy_tree_equals_sqlglot_copy() -> None:
+    for query in QUERIES:
+        tree = sqlast.parse_shared(query)
+        mine, theirs = sqlast.copy_tree(tree), tree.copy()
+        assert _same(mine, theirs)
+        assert sqlast.to_sql(mine) == sqlast.to_sql(theirs) == sqlast.normalize(query)
+        assert mine.parent is None and mine is not tree
+
+
+def test_copy_tree_is_independent_of_the_shared_tree() -> None:
+    tree = sqlast.parse_shared(QUERIES[0])
+    before = sqlast.to_sql(tree)
+    copy = sqlast.copy_tree(tree)
+    copy.set("limit", None)
+    sqlast.comparisons(copy)[0].replace(exp.LT(this=exp.column("x"), expression=exp.Literal.number(1)))
+    copy.meta["line"] = -1
+    assert sqlast.to_sql(tree) == before and sqlast.to_sql(copy) != before
+    assert sqlast.parse_shared(QUERIES[0]) is tree  # the memoised tree is untouched
+
+
+def test_edits_and_contrasts_leave_the_shared_tree_unchanged() -> None:
+    """`raw_edits` and `infer_contrast` read the memoised tree of a query (`parse_shared`) and
+    reuse its stored DFS order: neither may change it, or every later parse of that text would."""
+    from cm_gym.domains.sql import contrast, edits
+
+    for query in QUERIES:
+        tree = sqlast.parse_shared(query)
+        text, order = sqlast.to_sql(tree), [type(n) for n in tree.walk(bfs=False)]
+        for edit in edits.raw_edits(query, {"teams.team_id": "INTEGER", "teams.id": "INTEGER"}):
+            contrast.infer_contrast(query, edit.text)
+            contrast.infer_contrast(edit.text, query)
+        assert sqlast.parse_shared(query) is tree and sqlast.to_sql(tree) == text
+        assert [type(n) for n in tree.walk(bfs=False)] == order
+        assert list(sqlast._dfs(tree)) == list(tree.walk(bfs=False))
