@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cm_gym.core.types import TRUNCATION, Action, AgentState, Outcome, truncate
-from cm_gym.domains.sql._engine import MAX_QUERY_CHARS, Engine
+from cm_gym.domains.sql._engine import MAX_QUERY_CHARS, PROGRESS_STEPS, Engine
 from cm_gym.domains.sql.compare import Comparison, Result, compare
 from cm_gym.domains.sql.instances import InstanceCache
 from cm_gym.domains.sql.testsuite import InstanceChecker, InstanceReport
@@ -87,7 +87,7 @@ class SQLEvaluator:
         row_cap: int = 10_000,
         partial_credit: bool = False,
         digits: int = 10,
-        progress_steps: int = 1000,
+        progress_steps: int = PROGRESS_STEPS,
         memory_mb: int = 512,
         isolation: str = "auto",
         step_budget: int = STEP_BUDGET,
@@ -152,23 +152,31 @@ class SQLEvaluator:
     def run(self, path: str, sql: str, *, immutable: bool = True) -> tuple[Result | None, str, str]:
         """Execute `sql` in the sandbox: (result, status, reason); status "ok" when it ran. The
         steps it used are in ``last_run["steps"]``."""
-        result, status, reason = self._run(path, sql, immutable)
-        if status == "infrastructure":
-            logger.warning("SQL query stopped by the hang guard (%s); retrying once", reason)
-            result, status, reason = self._run(path, sql, immutable)
-        return result, status, reason
+        rows, ncols, status, reason = self._rows(path, sql, immutable)
+        if rows is None:
+            return None, status, reason
+        return Result(rows, ncols, self.digits), "ok", ""
 
-    def _run(self, path: str, sql: str, immutable: bool) -> tuple[Result | None, str, str]:
+    def _rows(self, path: str, sql: str, immutable: bool) -> tuple[list[Any] | None, int, str, str]:
+        """`run` without wrapping the rows in a `Result` (the check compares raw rows first):
+        (rows or None, column count, status, reason), retried once after the hang guard."""
+        out = self._run(path, sql, immutable)
+        if out[2] == "infrastructure":
+            logger.warning("SQL query stopped by the hang guard (%s); retrying once", out[3])
+            out = self._run(path, sql, immutable)
+        return out
+
+    def _run(self, path: str, sql: str, immutable: bool) -> tuple[list[Any] | None, int, str, str]:
         sql = sql.strip()
         if sql.endswith(";"):
             sql = sql.rstrip("; \t\r\n")
         if not sql:
-            return None, "error", "empty query"
+            return None, 0, "error", "empty query"
         if len(sql) > MAX_QUERY_CHARS:
-            return None, "refused", f"query longer than {MAX_QUERY_CHARS} characters"
+            return None, 0, "refused", f"query longer than {MAX_QUERY_CHARS} characters"
         vetting = vet(sql)
         if vetting.status != "ok":
-            return None, vetting.status, vetting.reason
+            return None, 0, vetting.status, vetting.reason
         args = (path, sql, immutable, self.budget_s, self.row_cap, self.memory_mb << 20, self.progress_steps,
                 self.step_budget)  # fmt: skip
         if self.isolation == "none" or (self.isolation == "auto" and vetting.bounded):
@@ -193,9 +201,7 @@ class SQLEvaluator:
                 )
             else:
                 rows, ncols, status, reason = None, 0, res.status, res.error
-        if rows is None:
-            return None, status, reason
-        return Result(rows, ncols, self.digits), "ok", ""
+        return rows, ncols, status, reason
 
     def reference(self, path: str, sql: str, *, immutable: bool = True) -> _Reference:
         """The (cached) reference result of a task."""
@@ -251,19 +257,23 @@ class SQLEvaluator:
         if ref.result is None:
             return _fail("unevaluable", f"the task's reference query cannot be evaluated ({ref.error})")
         try:
-            result, status, reason = self.run(path, sql, immutable=immutable)
+            rows, ncols, status, reason = self._rows(path, sql, immutable)
         except Exception as err:  # noqa: BLE001
             logger.exception("sandbox crashed on %s", task.task_id)
             return _fail("error", f"evaluation failed: {err}")
-        budget = budget_details(SQLITE_STEPS, self.step_budget, self.last_run.get("steps"))
-        if result is None and status == "infrastructure":
+        steps = self.last_run.get("steps")
+        expected, solved = ref.result, ref.solved
+        if rows is not None and solved is not None and ncols == expected.ncols and rows == expected.rows:
+            # fast path: identical rows (the common case for a right answer), with this query's
+            # steps; the reference's details already name the budget's kind and limit
+            return Outcome(solved.score, True, solved.feedback, solved.status, solved.reason,
+                           {**solved.details, "budget_used": steps})  # fmt: skip
+        budget = budget_details(SQLITE_STEPS, self.step_budget, steps)
+        if rows is None and status == "infrastructure":
             return infrastructure(reason, **budget)
-        if result is None:
+        if rows is None:
             return _fail(status, reason, budget)
-        expected = ref.result
-        if result.ncols == expected.ncols and result.rows == expected.rows and ref.solved is not None:
-            # fast path: identical rows (the common case for a right answer), with this query's steps
-            return replace(ref.solved, details={**ref.solved.details, **budget})
+        result = Result(rows, ncols, self.digits)
         cmp = compare(result, expected, ordered=ref.ordered)
         return _outcome(result, expected, ref.ordered, cmp, self.partial_credit, budget)
 
