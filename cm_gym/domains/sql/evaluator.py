@@ -140,7 +140,8 @@ class SQLEvaluator:
     def worker(self) -> Worker:
         """The killable worker that runs unbounded queries (started on first use)."""
         if self._worker is None:
-            self._worker = Worker("cm_gym.domains.sql._engine", memory_mb=self.memory_mb)
+            # SQLite starts no process (extensions are refused): its CPU clock meters the worker
+            self._worker = Worker("cm_gym.domains.sql._engine", memory_mb=self.memory_mb, children_cpu=False)
         return self._worker
 
     # -- execution ---------------------------------------------------------------------------
