@@ -14,6 +14,7 @@ replays exactly. Solvers without a conflict budget in python-sat (lingeling, kis
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -70,6 +71,7 @@ class SolveResult:
     conflicts: int
 
 
+@lru_cache(maxsize=4096)  # pure; actions repeat (drafts, revisions, every check of a folder)
 def parse_config(text: str) -> SolverConfig:
     """Parse a configuration action; unknown keys, solvers or values raise `SolverConfigError`,
     a solver without deterministic budgets raises `SolverRefused`."""

@@ -18,6 +18,7 @@ logics it is ``SolverFor(logic)`` as before (issue 25: measured load-independent
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -97,6 +98,7 @@ class RunResult:
     assertions: Any
 
 
+@lru_cache(maxsize=4096)  # pure; actions repeat (drafts, revisions, every check of a folder)
 def parse_config(text: str) -> SmtConfig:
     """Parse a configuration action (`SmtConfigError` / `SmtConfigRefused` on bad input)."""
     values: dict[str, str] = {}
