@@ -20,12 +20,13 @@ SAT and SMT, "raw disagrees" counts inputs where the raw tool decided and the wo
 ``details["verdict"]`` says otherwise (must be 0).
 
 Usage: python bench/bench_world_models.py [--quick] [--only sql sat smt] [--rounds 3]
-       [--sat-limit N] [--smt-limit N] [--verdicts-out F] [--verdicts-against F]
+       [--sat-limit N] [--smt-limit N] [--worst N] [--verdicts-out F] [--verdicts-against F]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sqlite3
 import statistics
@@ -43,11 +44,15 @@ TARGET = 1.3
 SAT_FAMILIES = ("uf20-91", "uf50-218", "uuf50-218", "flat30-60", "flat100-239")
 SMT_LOGICS = ("QF_LIA", "QF_LRA", "QF_BV", "AUFLIA", "LRA", "BV", "QF_NRA")
 SPIDER_SYSTEM = "gpt-4-zero-shot"
+#: also time SAT/SMT checks without their worker (``--in-process``)
+IN_PROCESS = False
 
 
 # -- clocks ------------------------------------------------------------------------------------
 def process_cpu_clock(pid: int) -> int:
-    """The kernel's CPU-time clock id of another process (Linux: all its threads, in ns)."""
+    """The kernel's CPU-time clock id of another process (Linux: all its threads, in ns); the same
+    as `cm_gym.evaluators.cpuclock.process_clock_id`, repeated so that this script also measures
+    an older tree (``PYTHONPATH=old/tree``) for the verdict comparison."""
     return ((~pid) << 3) | 2
 
 
@@ -62,10 +67,8 @@ class Clock:
         total = time.process_time()
         for pid in self.pids():
             if pid:
-                try:
+                with contextlib.suppress(OSError):
                     total += time.clock_gettime(process_cpu_clock(pid))
-                except OSError:
-                    pass
         return total
 
 
@@ -83,6 +86,8 @@ class Group:
     pids: Callable[[], Iterable[int | None]] = lambda: ()
     close: Callable[[], None] = lambda: None
     compare_verdict: bool = False  # the raw answer and details["verdict"] must agree
+    #: the same check without the killable worker (``isolated=False``): what the sandbox costs
+    inproc: Callable[[Task, str], Outcome] | None = None
 
 
 @dataclass
@@ -96,8 +101,11 @@ class Row:
     ours_cpu: list[float] = field(default_factory=list)
     raw_wall: list[float] = field(default_factory=list)
     ours_wall: list[float] = field(default_factory=list)
+    inproc_cpu: list[float] = field(default_factory=list)
     raw_disagree: int = 0
     verdicts: dict[str, list[Any]] = field(default_factory=dict)
+    #: per input: its name and the CPU seconds of each side, summed over the rounds
+    per_input: list[tuple[str, float, float]] = field(default_factory=list)
 
     def ratio(self, ours: list[float], raw: list[float]) -> float:
         values = [o / r for o, r in zip(ours, raw, strict=True) if r > 0]
@@ -120,22 +128,32 @@ def measure(group: Group, rounds: int) -> Row:
         ours = outcome.details.get("verdict") if outcome.details else None
         if group.compare_verdict and answer in ("sat", "unsat") and ours in ("sat", "unsat", "unknown"):
             row.raw_disagree += ours != answer
+    calls = [group.check, group.raw] + ([group.inproc] if group.inproc is not None else [])
+    k = len(calls)
+    if group.inproc is not None:
+        for task, text in group.items:
+            group.inproc(task, text)  # warm its caches too
+    each = [[0.0, 0.0] for _ in group.items]
     for r in range(rounds):
-        totals = [0.0, 0.0, 0.0, 0.0]  # ours cpu, raw cpu, ours wall, raw wall
+        cpu_sum, wall_sum = [0.0] * k, [0.0] * k  # per side: ours, raw, in-process
         for i, (task, text) in enumerate(group.items):
-            for side in ((0, 1) if (i + r) % 2 == 0 else (1, 0)):
+            for j in range(k):
+                side = (i + r + j) % k  # each side goes first as often as the others
                 c0, w0 = clock.cpu(), time.perf_counter()
-                if side == 0:
-                    group.check(task, text)
-                else:
-                    group.raw(task, text)
+                calls[side](task, text)
                 w1 = time.perf_counter()
-                totals[side] += clock.cpu() - c0
-                totals[side + 2] += w1 - w0
-        row.ours_cpu.append(totals[0])
-        row.raw_cpu.append(totals[1])
-        row.ours_wall.append(totals[2])
-        row.raw_wall.append(totals[3])
+                cpu = clock.cpu() - c0
+                cpu_sum[side] += cpu
+                wall_sum[side] += w1 - w0
+                if side < 2:
+                    each[i][side] += cpu
+        row.ours_cpu.append(cpu_sum[0])
+        row.raw_cpu.append(cpu_sum[1])
+        row.ours_wall.append(wall_sum[0])
+        row.raw_wall.append(wall_sum[1])
+        if k == 3:
+            row.inproc_cpu.append(cpu_sum[2])
+    row.per_input = [(t.task_id, o, w) for (t, _), (o, w) in zip(group.items, each, strict=True)]
     group.close()
     return row
 
@@ -192,7 +210,9 @@ def sql_groups(limit: int | None) -> list[Group]:
 
 
 # -- SAT and SMT -------------------------------------------------------------------------------
-def _isolated_group(model: str, family: str, tasks: list[Task], evaluator: Any, raw: Callable[[Task], str]) -> Group:
+def _isolated_group(
+    model: str, family: str, tasks: list[Task], evaluator: Any, raw: Callable[[Task], str], inproc: Any = None
+) -> Group:
     return Group(
         model,
         family,
@@ -202,6 +222,7 @@ def _isolated_group(model: str, family: str, tasks: list[Task], evaluator: Any, 
         pids=lambda: (evaluator._checks._get_worker().pid,),
         close=evaluator.close,
         compare_verdict=True,
+        inproc=(lambda t, s: inproc.check_here(t, s)) if inproc is not None else None,
     )
 
 
@@ -217,7 +238,8 @@ def sat_groups(limit: int | None, families: Iterable[str] = SAT_FAMILIES) -> lis
         if not (data_root() / "sat" / fam).is_dir():
             continue
         tasks = load_satlib_tasks(families=[fam], limit=limit)
-        out.append(_isolated_group("SAT", fam, tasks, SatEvaluator(), direct_sat))
+        inproc = SatEvaluator(isolated=False) if IN_PROCESS else None
+        out.append(_isolated_group("SAT", fam, tasks, SatEvaluator(), direct_sat, inproc))
     return out
 
 
@@ -235,7 +257,8 @@ def smt_groups(limit: int | None, logics: Iterable[str] = SMT_LOGICS) -> list[Gr
             continue
         tasks = load_smtlib_tasks(logics=[logic], limit=limit, report=LoadReport())
         if tasks:
-            out.append(_isolated_group("SMT", logic, tasks, SmtEvaluator(), direct_smt))
+            inproc = SmtEvaluator(isolated=False) if IN_PROCESS else None
+            out.append(_isolated_group("SMT", logic, tasks, SmtEvaluator(), direct_smt, inproc))
     return out
 
 
@@ -247,12 +270,24 @@ def print_row(row: Row) -> None:
     raw_cpu, ours_cpu = statistics.median(row.raw_cpu) / n, statistics.median(row.ours_cpu) / n
     raw_wall, ours_wall = statistics.median(row.raw_wall) / n, statistics.median(row.ours_wall) / n
     flag = "" if cpu_ratio <= TARGET else "  > target"
+    if row.inproc_cpu:
+        flag += f"  (in-process {row.ratio(row.inproc_cpu, row.raw_cpu):.2f}x)"
     print(
         f"  {row.model:<4}{row.family:<26}{row.n:>6}{1e3 * raw_cpu:>10.3f}{1e3 * ours_cpu:>10.3f}"
         f"{cpu_ratio:>8.2f}x{1e3 * raw_wall:>10.3f}{1e3 * ours_wall:>10.3f}{wall_ratio:>8.2f}x"
         f"{row.raw_disagree:>8}{flag}",
         flush=True,
     )
+
+
+def print_worst(row: Row, k: int) -> None:
+    """The `k` inputs whose check cost the most CPU beyond the raw tool's (where a family's ratio
+    comes from)."""
+    worst = sorted(row.per_input, key=lambda x: x[2] - x[1])[:k]
+    for name, ours, raw in worst:
+        if ours > raw:
+            print(f"      {name}: +{1e3 * (ours - raw) / max(1, len(row.raw_cpu)):.3f} ms CPU per check "
+                  f"({ours / raw if raw else float('inf'):.2f}x)")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,9 +300,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smt-limit", type=int, default=None, help="files per SMT sat/unsat folder (default 10)")
     ap.add_argument("--sat-families", nargs="+", default=list(SAT_FAMILIES))
     ap.add_argument("--smt-logics", nargs="+", default=list(SMT_LOGICS))
+    ap.add_argument("--worst", type=int, default=0, help="list the N inputs with the most extra CPU")
     ap.add_argument("--verdicts-out", type=Path, default=None, help="write every verdict here (JSON)")
-    ap.add_argument("--verdicts-against", type=Path, default=None, help="count verdicts differing from this file")
+    ap.add_argument(
+        "--verdicts-against", type=Path, default=None, help="count verdicts differing from this file"
+    )
+    ap.add_argument("--in-process", action="store_true",
+                    help="also time each SAT/SMT check without its worker: the sandbox's share")  # fmt: skip
     args = ap.parse_args(argv)
+    global IN_PROCESS
+    IN_PROCESS = args.in_process
     rounds = args.rounds or (2 if args.quick else 3)
     sql_limit = args.sql_limit or (120 if args.quick else None)
     sat_limit = args.sat_limit or (20 if args.quick else 200)
@@ -290,11 +332,17 @@ def main(argv: list[str] | None = None) -> int:
         for group in build():
             row = measure(group, rounds)
             print_row(row)
+            if args.worst:
+                print_worst(row, args.worst)
             model_rows.append(row)
         if len(model_rows) > 1:
             total = Row(model_rows[0].model, "all", sum(r.n for r in model_rows))
-            for attr in ("raw_cpu", "ours_cpu", "raw_wall", "ours_wall"):
-                setattr(total, attr, [sum(v) for v in zip(*(getattr(r, attr) for r in model_rows), strict=True)])
+            attrs = ["raw_cpu", "ours_cpu", "raw_wall", "ours_wall"]
+            attrs += ["inproc_cpu"] if all(r.inproc_cpu for r in model_rows) else []
+            for attr in attrs:
+                setattr(
+                    total, attr, [sum(v) for v in zip(*(getattr(r, attr) for r in model_rows), strict=True)]
+                )
             total.raw_disagree = sum(r.raw_disagree for r in model_rows)
             print_row(total)
         rows.extend(model_rows)

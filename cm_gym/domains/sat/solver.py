@@ -14,9 +14,9 @@ replays exactly. Solvers without a conflict budget in python-sat (lingeling, kis
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from pysat.solvers import Solver

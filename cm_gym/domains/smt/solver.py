@@ -18,9 +18,9 @@ logics it is ``SolverFor(logic)`` as before (issue 25: measured load-independent
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import z3

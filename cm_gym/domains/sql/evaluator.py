@@ -267,8 +267,7 @@ class SQLEvaluator:
         if rows is not None and solved is not None and ncols == expected.ncols and rows == expected.rows:
             # fast path: identical rows (the common case for a right answer), with this query's
             # steps; the reference's details already name the budget's kind and limit
-            return Outcome(solved.score, True, solved.feedback, solved.status, solved.reason,
-                           {**solved.details, "budget_used": steps})  # fmt: skip
+            return _solved_like(solved, {**solved.details, "budget_used": steps})
         budget = budget_details(SQLITE_STEPS, self.step_budget, steps)
         if rows is None and status == "infrastructure":
             return infrastructure(reason, **budget)
@@ -345,6 +344,19 @@ def _outcome(
     return Outcome(
         score, False, truncate(feedback, TRUNCATION["feedback"]), reason="wrong result", details=details
     )
+
+
+_new = object.__new__
+
+
+def _solved_like(solved: Outcome, details: dict[str, Any]) -> Outcome:
+    """``Outcome(solved.score, ..., details=details)`` without the frozen dataclass's `__init__`
+    (one ``object.__setattr__`` per field: 1.9 us against 0.9 us here, on a check that takes
+    25 us): the hot path of every right answer. An equal, ordinary Outcome."""
+    outcome = _new(Outcome)
+    outcome.__dict__.update(solved.__dict__)
+    outcome.__dict__["details"] = details
+    return outcome
 
 
 def _fail(status: str, reason: str, details: dict[str, Any] | None = None) -> Outcome:

@@ -159,6 +159,8 @@ def test_steps_are_counted_at_the_progress_granularity(make_task: TaskFactory) -
     wrong = evaluator.check(state, Action("SELECT name FROM people WHERE 0"))
     for outcome in (right, wrong):  # the fast path (identical rows) records the budget as the slow one
         assert outcome.details["budget_kind"] == "sqlite-vm-steps"
-        assert outcome.details["budget_limit"] == budget and outcome.details["budget_used"] % PROGRESS_STEPS == 0
+        assert (
+            outcome.details["budget_limit"] == budget and outcome.details["budget_used"] % PROGRESS_STEPS == 0
+        )
     assert right.solved and not wrong.solved
     evaluator.close()
