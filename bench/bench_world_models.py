@@ -159,18 +159,19 @@ def measure(group: Group, rounds: int) -> Row:
 
 
 # -- SQL ---------------------------------------------------------------------------------------
-def sql_groups(limit: int | None) -> list[Group]:
-    """Spider's gold queries and one system's predictions on them, as SQL checks and as plain
-    sqlite3 on one reused read-only connection per database."""
+def sql_groups(limit: int | None, tasks: list[Task] | None = None, predictions: bool = True) -> list[Group]:
+    """Spider's gold queries (`tasks`, default the shared Spider folder's) and one system's
+    predictions on them, as SQL checks and as plain sqlite3 on one reused read-only connection per
+    database."""
     from cm_gym.domains.sql import load_spider_tasks
     from cm_gym.domains.sql.evaluator import SQLEvaluator
     from cm_gym.domains.sql.schema import ro_uri
 
-    tasks = load_spider_tasks()[:limit]
+    tasks = (tasks if tasks is not None else load_spider_tasks())[:limit]
     by_gold = {(Path(t.meta["db_path"]).stem, t.reference): t for t in tasks}
     predictions: list[tuple[Task, str]] = []
     pred_file = data_root() / "llm-outputs" / "spider" / "predictions.jsonl"
-    if pred_file.is_file():
+    if predictions and pred_file.is_file():
         for line in pred_file.read_text().splitlines():
             entry = json.loads(line)
             task = by_gold.get((entry["db_id"], entry["gold"]))
@@ -263,6 +264,13 @@ def smt_groups(limit: int | None, logics: Iterable[str] = SMT_LOGICS) -> list[Gr
 
 
 # -- report ------------------------------------------------------------------------------------
+def print_header() -> None:
+    print(
+        f"  {'':<4}{'family':<26}{'inputs':>6}{'raw cpu':>10}{'ours cpu':>10}{'ratio':>9}"
+        f"{'raw wall':>10}{'ours wall':>10}{'ratio':>9}{'raw dis.':>9}   (ms per input)"
+    )
+
+
 def print_row(row: Row) -> None:
     n = max(1, row.n)
     cpu_ratio = row.ratio(row.ours_cpu, row.raw_cpu)
@@ -275,7 +283,7 @@ def print_row(row: Row) -> None:
     print(
         f"  {row.model:<4}{row.family:<26}{row.n:>6}{1e3 * raw_cpu:>10.3f}{1e3 * ours_cpu:>10.3f}"
         f"{cpu_ratio:>8.2f}x{1e3 * raw_wall:>10.3f}{1e3 * ours_wall:>10.3f}{wall_ratio:>8.2f}x"
-        f"{row.raw_disagree:>8}{flag}",
+        f"{row.raw_disagree:>9}{flag}",
         flush=True,
     )
 
@@ -315,10 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     sat_limit = args.sat_limit or (20 if args.quick else 200)
     smt_limit = args.smt_limit or (3 if args.quick else 10)
     print(f"World models vs their raw tools, {rounds} interleaved rounds (data: {data_root()})")
-    print(
-        f"  {'':<4}{'family':<26}{'inputs':>6}{'raw cpu':>10}{'ours cpu':>10}{'ratio':>9}"
-        f"{'raw wall':>10}{'ours wall':>10}{'ratio':>9}{'raw dis.':>8}   (ms per input)"
-    )
+    print_header()
     rows: list[Row] = []
     builders: list[tuple[str, Callable[[], list[Group]]]] = [
         ("sql", lambda: sql_groups(sql_limit)),
