@@ -44,7 +44,7 @@ def timing(tasks: list[Task], rounds: int) -> None:
         f"== 1. evaluator vs plain sqlite3 on {len(tasks)} Spider gold queries ({rounds} interleaved rounds)"
     )
     print_header()
-    for group in sql_groups(None, tasks, predictions=False):
+    for group in sql_groups(None, tasks, with_predictions=False):
         print_row(measure(group, rounds))
 
 

@@ -159,7 +159,9 @@ def measure(group: Group, rounds: int) -> Row:
 
 
 # -- SQL ---------------------------------------------------------------------------------------
-def sql_groups(limit: int | None, tasks: list[Task] | None = None, predictions: bool = True) -> list[Group]:
+def sql_groups(
+    limit: int | None, tasks: list[Task] | None = None, with_predictions: bool = True
+) -> list[Group]:
     """Spider's gold queries (`tasks`, default the shared Spider folder's) and one system's
     predictions on them, as SQL checks and as plain sqlite3 on one reused read-only connection per
     database."""
@@ -169,15 +171,15 @@ def sql_groups(limit: int | None, tasks: list[Task] | None = None, predictions: 
 
     tasks = (tasks if tasks is not None else load_spider_tasks())[:limit]
     by_gold = {(Path(t.meta["db_path"]).stem, t.reference): t for t in tasks}
-    predictions: list[tuple[Task, str]] = []
+    predicted: list[tuple[Task, str]] = []
     pred_file = data_root() / "llm-outputs" / "spider" / "predictions.jsonl"
-    if predictions and pred_file.is_file():
+    if with_predictions and pred_file.is_file():
         for line in pred_file.read_text().splitlines():
             entry = json.loads(line)
             task = by_gold.get((entry["db_id"], entry["gold"]))
             text = entry.get("predictions", {}).get(SPIDER_SYSTEM)
             if task is not None and isinstance(text, str):
-                predictions.append((task, text))
+                predicted.append((task, text))
     conns: dict[str, sqlite3.Connection] = {}
 
     def raw(task: Task, text: str) -> Any:
@@ -192,7 +194,7 @@ def sql_groups(limit: int | None, tasks: list[Task] | None = None, predictions: 
 
     out = []
     for family, items in (("spider gold", [(t, t.reference) for t in tasks]),
-                          (f"spider {SPIDER_SYSTEM}", predictions)):  # fmt: skip
+                          (f"spider {SPIDER_SYSTEM}", predicted)):  # fmt: skip
         if not items:
             continue
         evaluator = SQLEvaluator()
