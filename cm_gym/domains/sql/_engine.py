@@ -161,15 +161,19 @@ class Engine:
                 return None, 0, "error", why, 0
         for _ in range(2):
             box.arm(step_budget, hang_guard_s)
-            rows, ncols, status, reason = _execute(box, sql, hang_guard_s, row_cap, max_bytes)
+            rows, ncols, status, reason = execute(box, sql, hang_guard_s, row_cap, max_bytes)
             if status != "retry":
                 return rows, ncols, status, reason, box.calls * box.progress_steps
         return None, 0, "error", "undecodable text in the database", box.steps
 
 
-def _execute(
+def execute(
     box: Box, sql: str, hang_guard_s: float, row_cap: int, max_bytes: int
 ) -> tuple[Rows | None, int, str, str]:
+    """(rows, column count, status, reason) of one vetted query on an armed `box`: status "ok",
+    "error", "refused", "budget", "infrastructure" or "retry" (undecodable text: the connection now
+    decodes leniently, run it again). `Engine.run` arms and retries; the evaluator calls it directly
+    on a connection it already has (one frame less on every check)."""
     box.denied = ""
     try:
         cursor = box.conn.execute(sql)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cm_gym.core.types import TRUNCATION, Action, AgentState, Outcome, truncate
-from cm_gym.domains.sql._engine import MAX_QUERY_CHARS, PROGRESS_STEPS, Engine
+from cm_gym.domains.sql._engine import MAX_QUERY_CHARS, PROGRESS_STEPS, Engine, execute
 from cm_gym.domains.sql.compare import Comparison, Result, compare
 from cm_gym.domains.sql.instances import InstanceCache
 from cm_gym.domains.sql.testsuite import InstanceChecker, InstanceReport
@@ -178,9 +178,17 @@ class SQLEvaluator:
         vetting = vet(sql)
         if vetting.status != "ok":
             return None, 0, vetting.status, vetting.reason
+        in_process = self.isolation == "none" or (self.isolation == "auto" and vetting.bounded)
+        box = self._engine.boxes.get((path, immutable, self.progress_steps)) if in_process else None
+        if box is not None:  # the common case, `Engine.run` without its layers: an open connection
+            box.arm(self.step_budget, self.budget_s)
+            rows, ncols, status, reason = execute(box, sql, self.budget_s, self.row_cap, self.memory_mb << 20)
+            if status != "retry":  # (undecodable text: the engine retries with lenient decoding)
+                self.last_run = {"where": "process", "steps": box.calls * box.progress_steps}
+                return rows, ncols, status, reason
         args = (path, sql, immutable, self.budget_s, self.row_cap, self.memory_mb << 20, self.progress_steps,
                 self.step_budget)  # fmt: skip
-        if self.isolation == "none" or (self.isolation == "auto" and vetting.bounded):
+        if in_process:
             rows, ncols, status, reason, steps = self._engine.run(*args)
             self.last_run = {"where": "process", "steps": steps}
         else:

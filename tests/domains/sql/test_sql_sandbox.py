@@ -164,3 +164,25 @@ def test_steps_are_counted_at_the_progress_granularity(make_task: TaskFactory) -
         )
     assert right.solved and not wrong.solved
     evaluator.close()
+
+
+def test_undecodable_text_is_read_leniently_on_an_open_connection(
+    make_task: TaskFactory, tmp_path: Path
+) -> None:
+    """Text that is not UTF-8 is decoded with replacement characters (one retry), also when the
+    connection is already open (the evaluator's direct path hands the retry to the engine)."""
+    db = tmp_path / "latin.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE t (id INTEGER, name TEXT)")
+    conn.execute("INSERT INTO t VALUES (1, 'ok'), (2, CAST(x'e96c6576' AS TEXT))")
+    conn.commit()
+    conn.close()
+    evaluator = SQLEvaluator()
+    state = AgentState(make_task("SELECT id FROM t", db_path=db))
+    assert evaluator.check(state, Action("SELECT id FROM t")).solved  # opens the connection
+    bad = evaluator.check(state, Action("SELECT name FROM t WHERE id = 2"))
+    assert bad.status == "ok" and not bad.solved and evaluator.last_run["where"] == "process"
+    assert evaluator.run(str(db), "SELECT name FROM t WHERE id = 2", immutable=False)[0].rows == [
+        ("\ufffdlev",)
+    ]
+    evaluator.close()
