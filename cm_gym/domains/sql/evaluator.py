@@ -158,10 +158,13 @@ class SQLEvaluator:
             return None, status, reason
         return Result(rows, ncols, self.digits), "ok", ""
 
-    def _rows(self, path: str, sql: str, immutable: bool) -> tuple[list[Any] | None, int, str, str]:
+    def _rows(
+        self, path: str, sql: str, immutable: bool, retry: str = ""
+    ) -> tuple[list[Any] | None, int, str, str]:
         """`run` without wrapping the rows in a `Result` (the check compares raw rows first):
-        (rows or None, column count, status, reason), retried once after the hang guard."""
-        out = self._run(path, sql, immutable)
+        (rows or None, column count, status, reason), retried once after the hang guard (`retry`:
+        the reason of a first run the hang guard already stopped)."""
+        out = self._run(path, sql, immutable) if not retry else (None, 0, "infrastructure", retry)
         if out[2] == "infrastructure":
             logger.warning("SQL query stopped by the hang guard (%s); retrying once", out[3])
             out = self._run(path, sql, immutable)
@@ -266,7 +269,9 @@ class SQLEvaluator:
         if ref.result is None:
             return _fail("unevaluable", f"the task's reference query cannot be evaluated ({ref.error})")
         try:
-            rows, ncols, status, reason = self._rows(path, sql, immutable)
+            rows, ncols, status, reason = self._run(path, sql, immutable)  # `_rows`, one frame less
+            if status == "infrastructure":
+                rows, ncols, status, reason = self._rows(path, sql, immutable, retry=reason)
         except Exception as err:  # noqa: BLE001
             logger.exception("sandbox crashed on %s", task.task_id)
             return _fail("error", f"evaluation failed: {err}")
