@@ -98,13 +98,11 @@ class _Proc:
     """A running worker process and its two pipe ends (parent side)."""
 
     def __init__(
-        self, popen: subprocess.Popen[bytes], req: int, rep: int, stderr: IO[bytes], children_cpu: bool = True
+        self, popen: subprocess.Popen[bytes], req: int, rep: int, stderr: IO[bytes], children: bool
     ) -> None:
         self.popen, self.req, self.rep, self.stderr = popen, req, rep, stderr
-        self.owner = os.getpid()
-        self.rss_base = 0
-        # its CPU time, for calls with a CPU budget
-        self.meter = ProcessMeter(popen.pid, children=children_cpu)
+        self.owner, self.rss_base = os.getpid(), 0
+        self.meter = ProcessMeter(popen.pid, children=children)  # for calls with a CPU budget
 
     def kill(self) -> None:
         with suppress(ProcessLookupError, PermissionError):
@@ -161,10 +159,8 @@ class Worker:
     cap (see module doc). `memory_mb`: how much the worker may grow beyond its size after
     start-up (None: no cap); `poll_s`: how often its resident size is checked during a call;
     `track_memory`: measure each call's peak resident size (`WorkerResult.peak_rss_mb`; costs
-    ~0.15 ms a call, so it is off by default); `children_cpu`: the CPU budget also counts the
-    worker's reaped child processes (read from ``/proc``, ~25 us a call); a worker whose functions
-    start no process (the SQL, SAT and SMT engines) passes False and is metered by its CPU clock
-    (~2 us a call)."""
+    ~0.15 ms a call, so it is off by default); `children_cpu`: the CPU budget also counts reaped
+    child processes (``/proc``); False (engines that start none) reads the CPU clock, cheaper."""
 
     def __init__(
         self,
