@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import statistics
 import threading
 import time
@@ -47,10 +48,15 @@ from cm_gym.domains.smt.solver import parse_config as parse_smt_config
 
 
 # -- direct solver calls (the baseline) ----------------------------------------------------------
+@functools.lru_cache(maxsize=4096)
+def _clauses(path: str) -> list[list[int]]:
+    """A file's clauses, built once (as a user of python-sat keeps a formula it parsed)."""
+    return cached_cnf(path).clauses()
+
+
 def direct_sat(task: Task) -> str:
     cfg = parse_sat_config(task.reference)
-    cnf = cached_cnf(str(task.meta["path"]))
-    with Solver(name=cfg.solver, bootstrap_with=cnf.clauses()) as s:
+    with Solver(name=cfg.solver, bootstrap_with=_clauses(str(task.meta["path"]))) as s:
         s.conf_budget(cfg.budget)
         answer = s.solve_limited()
         if answer:

@@ -2,8 +2,9 @@
 
 Prints:
 1. evaluator cost vs plain sqlite3 on every Spider gold query of the shared subset (same run,
-   interleaved rounds, reference results cached; plain sqlite3 reuses one read-only connection per
-   database and does execute + fetchall): checks/s and the time ratio (target <= 1.3x);
+   interleaved, reference results cached; plain sqlite3 reuses one read-only connection per
+   database and does execute + fetchall): CPU and wall per query and their ratios (target <= 1.3x),
+   measured by `bench_world_models.py` (which also times the SAT and SMT world models);
 2. correctness on real data: every gold judged correct against itself; perturbed golds (flip one
    comparison, drop DISTINCT, flip the ORDER BY direction) judged wrong wherever the result
    really changes (ground truth: the raw result lists / multisets differ);
@@ -35,49 +36,16 @@ from cm_gym.domains.sql.schema import ro_uri
 
 
 def timing(tasks: list[Task], rounds: int) -> None:
-    evaluator = SQLEvaluator()
-    states = [(AgentState(t), Action(t.reference)) for t in tasks]
-    t0 = time.perf_counter()
-    for state, action in states:
-        evaluator.check(state, action)
-    first = time.perf_counter() - t0
-    conns: dict[str, sqlite3.Connection] = {}
-    for t in tasks:
-        path = t.meta["db_path"]
-        conns.setdefault(path, sqlite3.connect(ro_uri(path), uri=True))
-    n = len(tasks)
+    """Section 1: the SQL check against plain sqlite3 on the gold queries, in CPU and wall seconds
+    (`bench_world_models.py` does the measuring, for every world model)."""
+    from bench_world_models import measure, print_header, print_row, sql_groups
+
     print(
-        f"== 1. evaluator vs plain sqlite3 on {n} Spider gold queries ({rounds} rounds, per-query interleaved)"
+        f"== 1. evaluator vs plain sqlite3 on {len(tasks)} Spider gold queries ({rounds} interleaved rounds)"
     )
-    print(
-        f"first pass (computes and caches reference results): {first * 1e3:.1f} ms ({first / n * 1e6:.0f} us/check)"
-    )
-    # per-query interleaving: both sides see the same machine load; CPU time (process_time) is
-    # reported too because this machine is shared and wall time is noisy
-    for label, clock in (("wall", time.perf_counter), ("cpu", time.process_time)):
-        raw_times, eval_times = [], []
-        for _ in range(rounds):
-            raw_total = eval_total = 0.0
-            for (state, action), t in zip(states, tasks, strict=True):
-                conn = conns[t.meta["db_path"]]
-                t0 = clock()
-                conn.execute(t.reference).fetchall()
-                t1 = clock()
-                evaluator.check(state, action)
-                t2 = clock()
-                raw_total += t1 - t0
-                eval_total += t2 - t1
-            raw_times.append(raw_total)
-            eval_times.append(eval_total)
-        raw_med, ev_med = statistics.median(raw_times), statistics.median(eval_times)
-        ratios = sorted(e / r for e, r in zip(eval_times, raw_times, strict=True))
-        print(
-            f"[{label:4s}] plain sqlite3 {n / raw_med:8.0f} queries/s ({raw_med / n * 1e6:5.1f} us) | "
-            f"evaluator {n / ev_med:8.0f} checks/s ({ev_med / n * 1e6:5.1f} us) | "
-            f"ratio median {statistics.median(ratios):.2f}x (min {ratios[0]:.2f}x, max {ratios[-1]:.2f}x; target <= 1.3x)"
-        )
-    for conn in conns.values():
-        conn.close()
+    print_header()
+    for group in sql_groups(None, tasks, with_predictions=False):
+        print_row(measure(group, rounds))
 
 
 def _raw(conn: sqlite3.Connection, sql: str) -> list[tuple[Any, ...]] | None:

@@ -113,7 +113,10 @@ class IsolatedChecks:
         if self._worker is None:
             from cm_gym.evaluators.worker import Worker
 
-            self._worker = Worker(self.module, memory_mb=self.memory_mb, track_memory=self.track_memory)
+            # the engines (z3, python-sat) start no process: the worker's own CPU clock meters it
+            self._worker = Worker(
+                self.module, memory_mb=self.memory_mb, track_memory=self.track_memory, children_cpu=False
+            )
         return self._worker
 
     def check(self, task: Task, text: str) -> Outcome:

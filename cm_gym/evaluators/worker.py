@@ -60,7 +60,7 @@ from typing import IO, Any
 from cm_gym.core.types import CmGymError
 from cm_gym.evaluators._frames import read_frame, write_frame
 from cm_gym.evaluators.bounded import DEFAULT_MAX_DEPTH, DEFAULT_MAX_NODES, UntrustedValueError, loads_plain
-from cm_gym.evaluators.cpuclock import CpuMeter
+from cm_gym.evaluators.cpuclock import ProcessMeter
 
 logger = logging.getLogger(__name__)
 
@@ -97,10 +97,12 @@ class WorkerResult:
 class _Proc:
     """A running worker process and its two pipe ends (parent side)."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], req: int, rep: int, stderr: IO[bytes]) -> None:
+    def __init__(
+        self, popen: subprocess.Popen[bytes], req: int, rep: int, stderr: IO[bytes], children: bool
+    ) -> None:
         self.popen, self.req, self.rep, self.stderr = popen, req, rep, stderr
-        self.owner = os.getpid()
-        self.rss_base = 0
+        self.owner, self.rss_base = os.getpid(), 0
+        self.meter = ProcessMeter(popen.pid, children=children)  # for calls with a CPU budget
 
     def kill(self) -> None:
         with suppress(ProcessLookupError, PermissionError):
@@ -116,6 +118,7 @@ class _Proc:
             with suppress(OSError):
                 os.close(fd)
         self.req = self.rep = -1
+        self.meter.close()
         with suppress(OSError):
             self.stderr.close()
 
@@ -156,7 +159,8 @@ class Worker:
     cap (see module doc). `memory_mb`: how much the worker may grow beyond its size after
     start-up (None: no cap); `poll_s`: how often its resident size is checked during a call;
     `track_memory`: measure each call's peak resident size (`WorkerResult.peak_rss_mb`; costs
-    ~0.15 ms a call, so it is off by default)."""
+    ~0.15 ms a call, so it is off by default); `children_cpu`: the CPU budget also counts reaped
+    child processes (``/proc``); False (engines that start none) reads the CPU clock, cheaper."""
 
     def __init__(
         self,
@@ -172,8 +176,10 @@ class Worker:
         poll_s: float = 0.05,
         stub_packages: bool = True,
         track_memory: bool = False,
+        children_cpu: bool = True,
     ) -> None:
         self.module = module
+        self.children_cpu = children_cpu
         self.memory_mb = memory_mb
         self.init, self.init_args = init, tuple(init_args)
         self.max_reply_bytes, self.max_depth, self.max_nodes = max_reply_bytes, max_depth, max_nodes
@@ -261,7 +267,7 @@ class Worker:
             raise WorkerError(f"could not start a worker for {self.module}: {exc}") from exc
         os.close(req_r)
         os.close(rep_w)
-        proc = _Proc(popen, req_w, rep_r, stderr)
+        proc = _Proc(popen, req_w, rep_r, stderr, getattr(self, "children_cpu", True))
         self.starts += 1
         setup = {
             "sys_path": list(sys.path),
@@ -303,8 +309,7 @@ class Worker:
             assert proc is not None
             meter = None
             if cpu_budget_s is not None:
-                pid = proc.popen.pid
-                meter = CpuMeter(lambda: (pid,))
+                meter = proc.meter
                 meter.start()
             t0 = time.perf_counter()
             try:
@@ -341,7 +346,7 @@ class Worker:
         deadline: float,
         *,
         watch: bool,
-        meter: CpuMeter | None = None,
+        meter: ProcessMeter | None = None,
         cpu_budget_s: float | None = None,
     ) -> tuple[str, Any, Any]:
         """The next reply frame, or a synthetic ("timeout" | "cpu" | "budget" | "crash", why, None)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from pysat.solvers import Solver
@@ -70,6 +71,7 @@ class SolveResult:
     conflicts: int
 
 
+@lru_cache(maxsize=4096)  # pure; actions repeat (drafts, revisions, every check of a folder)
 def parse_config(text: str) -> SolverConfig:
     """Parse a configuration action; unknown keys, solvers or values raise `SolverConfigError`,
     a solver without deterministic budgets raises `SolverRefused`."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import z3
@@ -97,6 +98,7 @@ class RunResult:
     assertions: Any
 
 
+@lru_cache(maxsize=4096)  # pure; actions repeat (drafts, revisions, every check of a folder)
 def parse_config(text: str) -> SmtConfig:
     """Parse a configuration action (`SmtConfigError` / `SmtConfigRefused` on bad input)."""
     values: dict[str, str] = {}

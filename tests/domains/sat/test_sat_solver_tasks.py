@@ -171,3 +171,17 @@ def test_choices_matter_on_unsat_instances(shared_data: Path) -> None:
     low = sum(ev.check(AgentState(t), Action("solver: maplecm\nbudget: 50")).solved for t in tasks)
     strong = sum(ev.check(AgentState(t), Action(t.reference)).solved for t in tasks)
     assert strong == 40 and weak < 10 and low < 30
+
+
+def test_configurations_are_parsed_once_and_bad_ones_always_refused() -> None:
+    """`parse_config` is cached (a check of a folder parses the same text thousands of times):
+    the same text gives the same config object; a malformed one raises on every call."""
+    from cm_gym.domains.sat.errors import SolverConfigError, SolverRefused
+
+    text = "solver: minisat22\nbudget: 77"
+    assert parse_config(text) is parse_config(text) == SolverConfig("minisat22", "default", False, 77)
+    for _ in range(2):
+        with pytest.raises(SolverConfigError):
+            parse_config("solver: minisat22")
+        with pytest.raises(SolverRefused):
+            parse_config("solver: lingeling\nbudget: 5")

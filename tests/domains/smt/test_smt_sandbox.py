@@ -108,3 +108,18 @@ def test_evaluator_settings_are_validated() -> None:
 
     with pytest.raises(SmtConfigError):
         SmtEvaluator(rlimit=0)
+
+
+def test_solver_configurations_are_parsed_once_and_bad_ones_always_refused() -> None:
+    """`smt.solver.parse_config` is cached: the same text gives the same config object; a
+    refused or malformed one raises on every call."""
+    from cm_gym.domains.smt.errors import SmtConfigError, SmtConfigRefused
+    from cm_gym.domains.smt.solver import SmtConfig, parse_config
+
+    text = "logic: QF_LIA\nrlimit: 1000"
+    assert parse_config(text) is parse_config(text) == SmtConfig("QF_LIA", "default", 1000)
+    for _ in range(2):
+        with pytest.raises(SmtConfigRefused):
+            parse_config("logic: QF_LIA\ntactic: qflia\nrlimit: 1000")
+        with pytest.raises(SmtConfigError):
+            parse_config("logic: QF_LIA")

@@ -66,3 +66,24 @@ def test_rows_built_to_collide_in_hashes_compare_in_n_log_n() -> None:
     got = compare(Result(rows[::-1] + [(0,) * 14], 14), Result(rows + [(3,) * 14], 14), ordered=False)
     assert not got.correct and "1 expected row(s) are missing" in got.hint
     assert compare(Result(rows[::-1], 14), Result(rows, 14), ordered=False).correct
+
+
+def test_norm_rows_equals_norm_value_on_every_type() -> None:
+    """The inline fast path for ints and text gives exactly `norm_value`'s tags and values."""
+    from cm_gym.domains.sql.compare import norm_rows, norm_value
+
+    class Text(str):
+        pass
+
+    class Number(int):
+        pass
+
+    row = (None, True, False, 0, -1, 2**70, 1.0, 1.5, -0.0, float("inf"), 1e19, 3.14159265358979,
+           "a", "", b"x", bytearray(b"y"), Text("q"), Number(5))  # fmt: skip
+    for digits in (3, 10):
+        fast = norm_rows([row, row[::-1]], digits)
+        slow = [tuple(norm_value(v, digits) for v in r) for r in (row, row[::-1])]
+        assert fast == slow
+        assert [type(v) for r in fast for _, v in r] == [type(v) for r in slow for _, v in r]
+    nan = norm_rows([(float("nan"),)], 10)
+    assert nan == [(norm_value(float("nan"), 10),)]

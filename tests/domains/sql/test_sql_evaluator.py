@@ -125,13 +125,13 @@ def test_reference_result_is_computed_once(make_task: TaskFactory, monkeypatch: 
     evaluator = SQLEvaluator()
     task = make_task("SELECT name FROM people WHERE age >= 18")
     calls: list[str] = []
-    original = evaluator.run
+    original = evaluator._run  # every query runs through it: the reference (via `run`) and candidates
 
-    def counting(path: str, sql: str, *, immutable: bool = True):
+    def counting(path: str, sql: str, immutable: bool = True):
         calls.append(sql)
-        return original(path, sql, immutable=immutable)
+        return original(path, sql, immutable)
 
-    monkeypatch.setattr(evaluator, "run", counting)
+    monkeypatch.setattr(evaluator, "_run", counting)
     for sql in ("SELECT name FROM people", "SELECT name FROM people WHERE age >= 18", "SELECT 1"):
         evaluator.check(AgentState(task), Action(sql))
     assert calls.count(task.reference) == 2  # once as the reference, once as the candidate

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cm_gym.core.types import Action, AgentState, Task
-from cm_gym.domains.sql._engine import Box
+from cm_gym.domains.sql._engine import PROGRESS_STEPS, Box
 from cm_gym.domains.sql.evaluator import SQLEvaluator
 
 TaskFactory = Callable[..., Task]
@@ -142,3 +142,47 @@ def test_database_file_unchanged_after_hostile_queries(make_task: TaskFactory, t
     conn = sqlite3.connect(tiny_db)
     assert conn.execute("SELECT count(*) FROM people").fetchone() == (6,)
     conn.close()
+
+
+def test_steps_are_counted_at_the_progress_granularity(make_task: TaskFactory) -> None:
+    """The step count comes in multiples of `PROGRESS_STEPS` (the progress handler's granularity)
+    and a runaway query is stopped within one granule past its budget, the same on every run."""
+    state = AgentState(make_task("SELECT name FROM people"))
+    runaway = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+    budget = 5 * PROGRESS_STEPS + 1
+    evaluator = SQLEvaluator(step_budget=budget)
+    stopped = evaluator.check(state, Action(runaway))
+    used = stopped.details["budget_used"]
+    assert stopped.status == "budget" and used % PROGRESS_STEPS == 0
+    assert budget < used <= budget + PROGRESS_STEPS
+    right = evaluator.check(state, Action("SELECT name FROM people"))
+    wrong = evaluator.check(state, Action("SELECT name FROM people WHERE 0"))
+    for outcome in (right, wrong):  # the fast path (identical rows) records the budget as the slow one
+        assert outcome.details["budget_kind"] == "sqlite-vm-steps"
+        assert (
+            outcome.details["budget_limit"] == budget and outcome.details["budget_used"] % PROGRESS_STEPS == 0
+        )
+    assert right.solved and not wrong.solved
+    evaluator.close()
+
+
+def test_undecodable_text_is_read_leniently_on_an_open_connection(
+    make_task: TaskFactory, tmp_path: Path
+) -> None:
+    """Text that is not UTF-8 is decoded with replacement characters (one retry), also when the
+    connection is already open (the evaluator's direct path hands the retry to the engine)."""
+    db = tmp_path / "latin.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE t (id INTEGER, name TEXT)")
+    conn.execute("INSERT INTO t VALUES (1, 'ok'), (2, CAST(x'e96c6576' AS TEXT))")
+    conn.commit()
+    conn.close()
+    evaluator = SQLEvaluator()
+    state = AgentState(make_task("SELECT id FROM t", db_path=db))
+    assert evaluator.check(state, Action("SELECT id FROM t")).solved  # opens the connection
+    bad = evaluator.check(state, Action("SELECT name FROM t WHERE id = 2"))
+    assert bad.status == "ok" and not bad.solved and evaluator.last_run["where"] == "process"
+    assert evaluator.run(str(db), "SELECT name FROM t WHERE id = 2", immutable=False)[0].rows == [
+        ("\ufffdlev",)
+    ]
+    evaluator.close()
