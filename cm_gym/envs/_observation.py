@@ -6,7 +6,9 @@ Kept apart from `selection.py` so the env module reads as the decision loop (res
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,6 +17,21 @@ from cm_gym.agent import Cost
 from cm_gym.core.types import AgentState, Task
 from cm_gym.envs import features as F
 from cm_gym.memory.retrieval import query_text
+
+#: first decisions memoised per env (one per task; cleared when full)
+_FIRST_MEMO_SIZE = 50_000
+
+
+@dataclass(frozen=True)
+class _FirstDecision:
+    """What `_prepare_decision` leaves on a task's fresh state (the memo of `reset`)."""
+
+    draft: str
+    cost: Cost
+    mark: str
+    retrieved: tuple[Any, ...]
+    obs: np.ndarray
+    mask: np.ndarray
 
 
 class ObservationMixin:
@@ -58,6 +75,50 @@ class ObservationMixin:
             token_budget=self.token_budget,
             last_score=self._state.last_score,
         )
+
+    def _first_decision_key(self) -> tuple[Any, ...] | None:
+        """The memo key of the first decision of the current task, or None when it must be
+        prepared afresh: the draft is a pure function of the task only when the agent's LLM says
+        its replies are (`SimulatedLLM.pure_replies`; a cached, recorded, real or timed LLM is
+        never memoised), and retrieval is a function of (task, state, draft) for a given store
+        revision (every mode, `Retriever.retrieve`: the random ones seed per task and state)."""
+        if not getattr(self._agent.llm, "pure_replies", False):
+            return None
+        assert self._task is not None
+        store = self._retriever.store
+        return (self._task.task_id, store.revision, store.layout_revision)
+
+    def _prepare_first_decision(self) -> None:
+        """`reset`'s decision: `_prepare_decision` on the task's fresh state, memoised per task.
+
+        Training resets the same tasks over and over, and a fresh state of a task is always the
+        same state (no attempt, zero budget used, nothing shown), so its draft, retrieved records,
+        observation and mask are too; a hit replays them, and the agent's draft mark, exactly.
+        The env's RNG is never drawn here (`reset` picks the task before), so seeded replay is
+        unchanged. Observations and masks are copied both ways: the memo is never shared."""
+        key = self._first_decision_key()
+        if key is None:
+            self._prepare_decision()
+            return
+        memo: dict[tuple[Any, ...], _FirstDecision] = self.__dict__.setdefault("_first_decisions", {})
+        hit = memo.get(key)
+        if hit is None:
+            self._prepare_decision()
+            if len(memo) >= _FIRST_MEMO_SIZE:
+                memo.clear()
+            memo[key] = _FirstDecision(
+                self._draft,
+                dataclasses.replace(self._draft_cost),
+                self._agent.draft_mark(self._draft),
+                tuple(self._retrieved),
+                self._obs.copy(),
+                self._mask.copy(),
+            )
+            return
+        self._draft, self._draft_cost = hit.draft, dataclasses.replace(hit.cost)
+        self._agent.restore_draft(hit.draft, hit.mark)
+        self._retrieved = list(hit.retrieved)
+        self._obs, self._mask = hit.obs.copy(), hit.mask.copy()
 
     def _prepare_decision(self) -> None:
         """Draft without memory, retrieve, and build the observation the policy will see."""

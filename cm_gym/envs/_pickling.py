@@ -24,6 +24,7 @@ REBUILT = frozenset(
         "evaluator",
         "_agent",
         "_retriever",
+        "_first_decisions",  # a memo (`envs._observation`), refilled on use
     }
 )
 

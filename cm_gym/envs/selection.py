@@ -341,7 +341,7 @@ class MemorySelectionEnv(
         self._reset_counters()
         self._done = False
         start = time.perf_counter()
-        self._prepare_decision()
+        self._prepare_first_decision()
         self.timings.add("total", time.perf_counter() - start)
         return self._obs.copy(), self._base_info()
 

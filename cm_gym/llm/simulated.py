@@ -58,7 +58,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -118,6 +118,11 @@ def _int(text: str, default: int) -> int:
 class SimulatedLLM:
     """A seeded simulator of a frozen LLM for developing and testing selectors — not a language
     model. See the module docstring for exactly what it does per template."""
+
+    #: Every reply is a pure function of (template, fields): no I/O, no counter, no state that a
+    #: later reply reads (its memos only save work). Callers may memoise what they derive from
+    #: its replies (the selection env memoises each task's first decision, `envs._observation`).
+    pure_replies: ClassVar[bool] = True
 
     def __init__(
         self,
