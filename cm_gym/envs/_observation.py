@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.agent import Cost
+from cm_gym.agent import Cost, RecordView
 from cm_gym.core.types import AgentState, Task
 from cm_gym.envs import features as F
-from cm_gym.memory.retrieval import query_text
+from cm_gym.memory.record import Record
+from cm_gym.memory.retrieval import query_text, record_view
 
 #: first decisions memoised per env (one per task; cleared when full)
 _FIRST_MEMO_SIZE = 50_000
@@ -56,6 +57,7 @@ class ObservationMixin:
     domain: Any
     timings: Any
     retrieval: str
+    use_conditions: bool
     k: int
     obs_layout: str
     action_space_name: str
@@ -152,6 +154,23 @@ class ObservationMixin:
         t3 = clock()
         timings.add("features", (t1 - t0) + (t3 - t2))
         timings.add("retrieval", t2 - t1)
+
+    def _record_view(self, record: Record) -> RecordView:
+        """What the agent sees of `record` (`record_view`), memoised per record object: a record
+        of the frozen store is immutable (a frozen dataclass), and rendering it is a template
+        fill per decision. The memo keeps the record, so its id is never reused while cached."""
+        memo: dict[tuple[int, bool], tuple[Record, RecordView]] = self.__dict__.setdefault(
+            "_record_views", {}
+        )
+        key = (id(record), self.use_conditions)
+        hit = memo.get(key)
+        if hit is not None and hit[0] is record:
+            return hit[1]
+        view = record_view(record, show_condition=self.use_conditions)
+        if len(memo) >= _FIRST_MEMO_SIZE:
+            memo.clear()
+        memo[key] = (record, view)
+        return view
 
     def _slot_extras(self) -> list[F.SlotExtras]:
         """The extended layout's per-slot features: does the record's edit have a site in the

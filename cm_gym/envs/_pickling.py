@@ -24,7 +24,8 @@ REBUILT = frozenset(
         "evaluator",
         "_agent",
         "_retriever",
-        "_first_decisions",  # a memo (`envs._observation`), refilled on use
+        "_first_decisions",  # memos (`envs._observation`), refilled on use
+        "_record_views",
     }
 )
 
