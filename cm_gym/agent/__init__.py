@@ -150,6 +150,12 @@ class BaseAgent:
         ("" otherwise, or when the backend does not say)."""
         return self._draft_mark[1] if self._draft_mark[0] == draft else ""
 
+    def restore_draft(self, draft: str, mark: str) -> None:
+        """Make `draft` this agent's last draft with the provenance `mark`, as `draft` does when
+        it parses one: a caller that replays a memoised draft of a pure LLM (`LLM` with
+        ``pure_replies``) skips the call but leaves the agent as the call would have."""
+        self._draft_mark = (draft, mark)
+
     def apply_transform(self, state: AgentState, draft: str, record: RecordView) -> str:
         """``revise="transform"``: the record's transform applied to the draft (reference blanked),
         or the draft unchanged when the record has none or it does not fit. No LLM call."""

@@ -64,12 +64,29 @@ def _feature_matches(actual: Any, expected: str) -> bool:
     return str(actual) == expected
 
 
+@functools.lru_cache(maxsize=4096)
+def _any_phrase_regex(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    """One search for ``any(mentions(text, p) for p in phrases)``: the phrases' bodies as
+    alternatives between the same word boundaries (a search tries every alternative at every
+    position, so it matches exactly where one of the phrases alone would)."""
+    bodies = []
+    for phrase in phrases:
+        words = phrase.strip().split()
+        bodies.append(r"\s+".join(re.escape(w) for w in words) if words else re.escape(phrase))
+    return re.compile(r"(?<!\w)(?:" + "|".join(bodies) + r")(?!\w)", re.IGNORECASE)
+
+
+def _mentions_any_of(text: str, phrases: tuple[str, ...]) -> bool:
+    """Whether `text` mentions any of `phrases` (`mentions` each; one regex search)."""
+    return bool(phrases) and bool(_any_phrase_regex(tuple(phrases)).search(text))
+
+
 def _mentions_any(task: Task, args: tuple[str, ...]) -> bool:
-    return any(mentions(task.prompt, a) for a in args)
+    return _mentions_any_of(task.prompt, args)
 
 
 def _mentions_none(task: Task, args: tuple[str, ...]) -> bool:
-    return not any(mentions(task.prompt, a) for a in args)
+    return not _mentions_any_of(task.prompt, args)
 
 
 def _same_env(task: Task, args: tuple[str, ...]) -> bool:

@@ -355,9 +355,16 @@ class ActionReading:
 
     def parse_action(self, text: str) -> str:
         """The action of a free-form reply; when it holds none, the reply without its reasoning
-        sections (the world model then says why it does not run)."""
+        sections (the world model then says why it does not run). Memoised per domain instance,
+        as `parse_problem` (the simulator's replies repeat across decisions)."""
+        memo: OrderedDict[str, str] = self.__dict__.setdefault("_action_memo", OrderedDict())
+        if text in memo:
+            return memo[text]
         found = self.extract_action(text)
-        return found.action if found.action is not None else visible_text(text)
+        action = memo[text] = found.action if found.action is not None else visible_text(text)
+        if len(memo) > 4096:
+            memo.popitem(last=False)
+        return action
 
     def parse_problem(self, action: str) -> str | None:
         """Why `action` (what `parse_action` returned) is no usable action, or None when it is

@@ -6,15 +6,33 @@ Kept apart from `selection.py` so the env module reads as the decision loop (res
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cm_gym.agent import Cost
+from cm_gym.agent import Cost, RecordView
 from cm_gym.core.types import AgentState, Task
 from cm_gym.envs import features as F
-from cm_gym.memory.retrieval import query_text
+from cm_gym.memory.record import Record
+from cm_gym.memory.retrieval import query_text, record_view
+
+#: first decisions memoised per env (one per task; cleared when full)
+_FIRST_MEMO_SIZE = 50_000
+
+
+@dataclass(frozen=True)
+class _FirstDecision:
+    """What `_prepare_decision` leaves on a task's fresh state (the memo of `reset`)."""
+
+    draft: str
+    cost: Cost
+    mark: str
+    retrieved: tuple[Any, ...]
+    obs: np.ndarray
+    mask: np.ndarray
 
 
 class ObservationMixin:
@@ -39,6 +57,7 @@ class ObservationMixin:
     domain: Any
     timings: Any
     retrieval: str
+    use_conditions: bool
     k: int
     obs_layout: str
     action_space_name: str
@@ -58,6 +77,50 @@ class ObservationMixin:
             token_budget=self.token_budget,
             last_score=self._state.last_score,
         )
+
+    def _first_decision_key(self) -> tuple[Any, ...] | None:
+        """The memo key of the first decision of the current task, or None when it must be
+        prepared afresh: the draft is a pure function of the task only when the agent's LLM says
+        its replies are (`SimulatedLLM.pure_replies`; a cached, recorded, real or timed LLM is
+        never memoised), and retrieval is a function of (task, state, draft) for a given store
+        revision (every mode, `Retriever.retrieve`: the random ones seed per task and state)."""
+        if not getattr(self._agent.llm, "pure_replies", False):
+            return None
+        assert self._task is not None
+        store = self._retriever.store
+        return (self._task.task_id, store.revision, store.layout_revision)
+
+    def _prepare_first_decision(self) -> None:
+        """`reset`'s decision: `_prepare_decision` on the task's fresh state, memoised per task.
+
+        Training resets the same tasks over and over, and a fresh state of a task is always the
+        same state (no attempt, zero budget used, nothing shown), so its draft, retrieved records,
+        observation and mask are too; a hit replays them, and the agent's draft mark, exactly.
+        The env's RNG is never drawn here (`reset` picks the task before), so seeded replay is
+        unchanged. Observations and masks are copied both ways: the memo is never shared."""
+        key = self._first_decision_key()
+        if key is None:
+            self._prepare_decision()
+            return
+        memo: dict[tuple[Any, ...], _FirstDecision] = self.__dict__.setdefault("_first_decisions", {})
+        hit = memo.get(key)
+        if hit is None:
+            self._prepare_decision()
+            if len(memo) >= _FIRST_MEMO_SIZE:
+                memo.clear()
+            memo[key] = _FirstDecision(
+                self._draft,
+                dataclasses.replace(self._draft_cost),
+                self._agent.draft_mark(self._draft),
+                tuple(self._retrieved),
+                self._obs.copy(),
+                self._mask.copy(),
+            )
+            return
+        self._draft, self._draft_cost = hit.draft, dataclasses.replace(hit.cost)
+        self._agent.restore_draft(hit.draft, hit.mark)
+        self._retrieved = list(hit.retrieved)
+        self._obs, self._mask = hit.obs.copy(), hit.mask.copy()
 
     def _prepare_decision(self) -> None:
         """Draft without memory, retrieve, and build the observation the policy will see."""
@@ -91,6 +154,23 @@ class ObservationMixin:
         t3 = clock()
         timings.add("features", (t1 - t0) + (t3 - t2))
         timings.add("retrieval", t2 - t1)
+
+    def _record_view(self, record: Record) -> RecordView:
+        """What the agent sees of `record` (`record_view`), memoised per record object: a record
+        of the frozen store is immutable (a frozen dataclass), and rendering it is a template
+        fill per decision. The memo keeps the record, so its id is never reused while cached."""
+        memo: dict[tuple[int, bool], tuple[Record, RecordView]] = self.__dict__.setdefault(
+            "_record_views", {}
+        )
+        key = (id(record), self.use_conditions)
+        hit = memo.get(key)
+        if hit is not None and hit[0] is record:
+            return hit[1]
+        view = record_view(record, show_condition=self.use_conditions)
+        if len(memo) >= _FIRST_MEMO_SIZE:
+            memo.clear()
+        memo[key] = (record, view)
+        return view
 
     def _slot_extras(self) -> list[F.SlotExtras]:
         """The extended layout's per-slot features: does the record's edit have a site in the

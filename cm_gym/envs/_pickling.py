@@ -24,6 +24,8 @@ REBUILT = frozenset(
         "evaluator",
         "_agent",
         "_retriever",
+        "_first_decisions",  # memos (`envs._observation`), refilled on use
+        "_record_views",
     }
 )
 

@@ -36,7 +36,7 @@ from cm_gym.envs._render import RenderMixin
 from cm_gym.envs._reward import decision_reward
 from cm_gym.llm.base import LLM
 from cm_gym.memory.embedding import Embedder
-from cm_gym.memory.retrieval import Retriever, record_view
+from cm_gym.memory.retrieval import Retriever
 
 logger = logging.getLogger(__name__)
 __all__ = ["InvalidActionError", "MemorySelectionEnv"]
@@ -341,7 +341,7 @@ class MemorySelectionEnv(
         self._reset_counters()
         self._done = False
         start = time.perf_counter()
-        self._prepare_decision()
+        self._prepare_first_decision()
         self.timings.add("total", time.perf_counter() - start)
         return self._obs.copy(), self._base_info()
 
@@ -376,7 +376,7 @@ class MemorySelectionEnv(
         retrieved, draft, before = self._retrieved, self._draft, self._state
         counterfactual = self.counterfactual_table() if self.counterfactuals_in_info else None
         records = [retrieved[j - 1].record for j in F.action_slots(a, self.action_space_name)]
-        views = [record_view(r, show_condition=self.use_conditions) for r in records]
+        views = [self._record_view(r) for r in records]
         previous_score = self._state.last_score if self._state.attempts else None
         if len(views) == 2:  # the opt-in pair action space: REVISE_WITH_RECORDS
             decision = self._agent.decide_with_records(self._state, views, draft=draft)

@@ -58,7 +58,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -89,6 +89,7 @@ logger = logging.getLogger(__name__)
 SIMULATOR_VERSION = "2"
 TaskLookup = Callable[[str], "Task | None"] | Mapping[str, Task]
 _DRAFT_MEMO_SIZE = 50_000
+_REVISION_MEMO_SIZE = 8192  # REVISE_WITH_RECORD replies (keyed by their rendered prompt, a few KiB)
 _NEEDS_TASK = {
     DRAFT_ACTION,
     REVISE_WITH_RECORD,
@@ -119,6 +120,11 @@ class SimulatedLLM:
     """A seeded simulator of a frozen LLM for developing and testing selectors — not a language
     model. See the module docstring for exactly what it does per template."""
 
+    #: Every reply is a pure function of (template, fields): no I/O, no counter, no state that a
+    #: later reply reads (its memos only save work). Callers may memoise what they derive from
+    #: its replies (the selection env memoises each task's first decision, `envs._observation`).
+    pure_replies: ClassVar[bool] = True
+
     def __init__(
         self,
         seed: int = 0,
@@ -137,6 +143,7 @@ class SimulatedLLM:
         self._slips: dict[tuple[int, int, float], tuple[Task, tuple[ErrorOperator, ...]]] = {}
         self._revision_overrides = load_revision_rates(revision_rates) if revision_rates is not None else {}
         self._candidates = CandidateCache()
+        self._revisions: dict[tuple[str, str, str], str] = {}
 
     def cache_identity(self) -> dict[str, Any]:
         """What distinguishes this backend's replies in a response-cache key."""
@@ -257,17 +264,15 @@ class SimulatedLLM:
             return fenced(self.draft_action(task, _int(f["failed_attempts"], 0), f["agent"]))
         if name == REFLECT:
             return self._reflection(f)
+        if name == REVISE_WITH_RECORD:
+            assert task is not None
+            return self._revision(rendered, task)
         rng = stable_rng(self.seed, name, rendered.joined())
         if name == BEST_OF_N_JUDGE:
             return f"CHOICE: {int(rng.integers(1, max(1, _int(f['n'], 1)) + 1))}"
         assert task is not None
         domain = self._domain(task.domain)
         blind = dataclasses.replace(task, reference="")  # revising/editing/distilling never sees it
-        if name == REVISE_WITH_RECORD:
-            draft = f["draft"]
-            cands = self._candidates.get(domain, blind, draft, f["record_a_minus"], f["record_a_plus"])
-            revised, _ = choose(cands, self.revision_rates(task.domain), draft, rng)
-            return fenced(revised)
         if name == REVISE_WITH_RECORDS:
             contrasts = [(f[f"record_{i}_a_minus"], f[f"record_{i}_a_plus"]) for i in (1, 2)]
             revised, _ = choose_sequence(
@@ -280,6 +285,30 @@ class SimulatedLLM:
             d = domain.distil(blind, f["a_minus"], f["a_plus"])
             return f"SITUATION: {' '.join(d.situation.split())}\nCONDITION: {d.condition.strip() or 'none'}"
         raise LLMError(f"the simulated LLM does not answer template {name}")  # pragma: no cover
+
+    def _revision(self, rendered: Rendered, task: Task) -> str:
+        """REVISE_WITH_RECORD's reply, memoised on (domain, task id, rendered messages): all it
+        depends on (its generator is seeded by the messages; the candidates are keyed by task
+        id, as in `CandidateCache`). RL training shows the same record to the same draft and
+        state many times; a hit skips seeding a generator and the seeded choice."""
+        joined = rendered.joined()
+        key = (task.domain, task.task_id, joined)
+        hit = self._revisions.get(key)
+        if hit is not None:
+            return hit
+        f = rendered.fields
+        draft = f["draft"]
+        blind = dataclasses.replace(task, reference="")  # revising never sees the reference
+        cands = self._candidates.get(
+            self._domain(task.domain), blind, draft, f["record_a_minus"], f["record_a_plus"]
+        )
+        rng = stable_rng(self.seed, REVISE_WITH_RECORD, joined)
+        revised, _ = choose(cands, self.revision_rates(task.domain), draft, rng)
+        reply = fenced(revised)
+        if len(self._revisions) >= _REVISION_MEMO_SIZE:
+            self._revisions.clear()
+        self._revisions[key] = reply
+        return reply
 
     def _alternatives(self, domain: Domain, task: Task, action: str, k: int, rng: np.random.Generator) -> str:
         texts: list[str] = []

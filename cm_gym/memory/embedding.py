@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -88,8 +88,10 @@ class Embedder:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         counts = np.zeros((len(texts), self.dim), dtype=np.float64)
-        for row, text in enumerate(texts):
-            parts = [self._word_row(word) for word in text.split()]
+        split = [text.split() for text in texts]
+        self._hash_words(w for words in split for w in words)
+        for row, words in enumerate(split):
+            parts = [self._word_row(word) for word in words]
             if parts:
                 index = np.concatenate([p[0] for p in parts])
                 weight = np.concatenate([p[1] for p in parts])
@@ -97,6 +99,23 @@ class Embedder:
         matrix = sparse.csr_matrix(counts.astype(np.float32))  # sorted indices, as sum_duplicates
         inplace_csr_row_normalize_l2(matrix)  # what normalize(norm="l2") runs on a CSR matrix
         return np.asarray(matrix.toarray(), dtype=np.float32)
+
+    def _hash_words(self, words: Iterable[str]) -> None:
+        """Hash the words not cached yet in one FeatureHasher call (its per-call overhead is
+        most of the cost of one word): each row of the batch is the row the word alone gets (the
+        hasher sums duplicates and sorts indices row by row), cached as `_word_row` caches it."""
+        new = [w for w in dict.fromkeys(words) if w not in self._words]
+        if len(new) < 2:
+            return
+        if len(self._words) + len(new) > _WORD_CACHE_SIZE:
+            self._words.clear()
+        rows = self._hasher.transform([self._analyzer(w) for w in new])
+        for i, word in enumerate(new):
+            lo, hi = rows.indptr[i], rows.indptr[i + 1]
+            self._words[word] = (
+                np.asarray(rows.indices[lo:hi], dtype=np.intp),
+                np.asarray(rows.data[lo:hi], dtype=np.float64),
+            )
 
     def _word_row(self, word: str) -> tuple[np.ndarray, np.ndarray]:
         """(feature indices, counts) of one whitespace-free word's n-grams, as the vectorizer

@@ -185,3 +185,21 @@ def test_describe_predicates_lists_generic_and_domain_kinds() -> None:
 
     text = describe_predicates({"sql_numeric": sql_numeric})
     assert "mentions_any" in text and "sql_numeric(...) - The column has a numeric type." in text
+
+
+def test_mentions_any_is_one_search_with_the_meaning_of_each_phrase_alone() -> None:
+    """`mentions_any` / `mentions_none` search all phrases with one regex (issue 35 item 1): it
+    must hold exactly where some phrase alone is mentioned (prefixes, overlaps, case, spacing,
+    punctuation, an empty phrase)."""
+    import random
+
+    from cm_gym.domains import conditions as C
+
+    words = ["top", "top ten", "ten", "a-b", "x.y", "", "  ", "Ten", "tEN tOp", "(n)", "n", "é", "ab"]
+    texts = ["", "top", "tops", "the top  ten!", "A-B c", "x.y.z", "(n) is", "stop ten", "é ab", "abc"]
+    rng = random.Random(0)
+    for _ in range(600):
+        phrases = tuple(rng.sample(words, rng.randint(1, 4)))
+        for text in texts:
+            alone = any(C.mentions(text, p) for p in phrases)
+            assert C._mentions_any_of(text, phrases) is alone, (text, phrases)

@@ -176,9 +176,11 @@ def mentions_repeats(question: str) -> bool:
     return mentions_any(question, REPEAT_PHRASES)
 
 
+@functools.lru_cache(maxsize=8192)
 def order_wording(question: str) -> str | None:
     """ "asc" / "desc" when the wording fixes a sort direction (explicit phrases first, then
-    superlatives such as "the 3 highest"), else None."""
+    superlatives such as "the 3 highest"), else None. Memoised (a pure function of the
+    question): every record whose condition names an order is checked against each task."""
     text = _without_bounds(question)
     desc, asc = mentions_any(text, DESC_PHRASES), mentions_any(text, ASC_PHRASES)
     if desc != asc:
@@ -202,9 +204,10 @@ def agg_wording(question: str) -> list[str]:
     return [fn for fn, words in AGG_WORDS.items() if mentions_any(text, words)]
 
 
+@functools.lru_cache(maxsize=8192)
 def null_wording(question: str) -> str | None:
     """ "null" when the wording asks for missing values ("without a manager"), "not_null" when it
-    asks for present ones ("has a bonus"), else None."""
+    asks for present ones ("has a bonus"), else None (memoised, as `order_wording`)."""
     text, _ = _blank(_without_bounds(question), UNIQUE_PHRASES + REPEAT_PHRASES)
     if NULL_ABSENT.search(text):
         return "null"
