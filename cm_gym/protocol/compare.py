@@ -37,7 +37,7 @@ def score_interval(
 ) -> dict[str, Any]:
     """Mean score and its 95% two-level bootstrap CI from ``{seed: {task: score}}`` (the tasks
     every seed ran)."""
-    from cm_gym.envs.metrics import two_level_bootstrap_means
+    from cm_gym.envs.bootstrap import two_level_bootstrap_means
 
     seeds = list(per_task_scores)
     tasks = sorted(set.intersection(*(set(per_task_scores[s]) for s in seeds))) if seeds else []

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cm_gym.envs.metrics import paired_bootstrap, percentile_ci
+from cm_gym.envs.bootstrap import percentile_ci
+from cm_gym.envs.metrics import paired_bootstrap
 from cm_gym.studies.experiments.stats import mean_ci
 
 

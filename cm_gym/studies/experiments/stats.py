@@ -4,7 +4,7 @@ SPEC §8: every comparison of two policies reports a paired bootstrap CI over ta
 per task. `per_task` averages each task's value over the seeds (runs) that have it; `mean_ci` is
 the percentile bootstrap of a mean over tasks; `paired_ci` the percentile bootstrap of the mean
 per-task difference over the tasks both sides ran. `two_level_ci` / `paired_two_level` resample
-an upper level too (orderings, seeds: `cm_gym.envs.metrics.two_level_bootstrap_means`), for
+an upper level too (orderings, seeds: `cm_gym.envs.bootstrap.two_level_bootstrap_means`), for
 directions whose replication unit is above the task. Resampling is seeded, so a report is
 reproducible.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from cm_gym.envs.metrics import percentile_ci, two_level_bootstrap_means
+from cm_gym.envs.bootstrap import percentile_ci, two_level_bootstrap_means
 
 
 @dataclass(frozen=True)
