@@ -24,6 +24,17 @@ def _legend_below(ax: Any) -> None:
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, frameon=False)
 
 
+def _finish_bars(ax: Any, labels: list[str], xmax: float, xlabel: str, title: str) -> None:
+    """The axes every horizontal-bar panel shares: rows top-down, bars from 0, legend below."""
+    ax.set_yticks(list(range(len(labels))), labels)
+    ax.set_ylim(max(len(labels), 1) - 0.5, -0.5)
+    ax.set_xlim(0, xmax)
+    ax.set_xlabel(xlabel)
+    _legend_below(ax)
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(title, fontsize=10)
+
+
 def _scores_panel(ax: Any, result: dict[str, Any]) -> None:
     from cm_gym.studies.analysis.diagnose import POLICY_NAMES
 
@@ -48,13 +59,7 @@ def _scores_panel(ax: Any, result: dict[str, Any]) -> None:
         if key in scores:
             value = float(scores[key]["score"])
             ax.axvline(value, color=colour, ls=style, lw=1.2, label=f"{label} = {value:.1f}")
-    ax.set_yticks(ys, names)
-    ax.set_ylim(max(len(names), 1) - 0.5, -0.5)
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("score on T_eval (0–100; bars from 0)")
-    _legend_below(ax)
-    ax.grid(axis="x", alpha=0.3)
-    ax.set_title("policies", fontsize=10)
+    _finish_bars(ax, names, 100, "score on T_eval (0–100; bars from 0)", "policies")
 
 
 def _slot_name(slot: Any) -> str:
@@ -67,13 +72,9 @@ def _slots_panel(ax: Any, rows: list[dict[str, Any]]) -> None:
     for k, (key, legend, colour) in enumerate(_SHARES):
         ax.barh([y + (k - 1) * height for y in range(len(rows))], [100 * float(r[key]) for r in rows],
                 height, label=legend, color=colour)  # fmt: skip
-    ax.set_yticks(list(range(len(rows))), labels)
-    ax.set_ylim(max(len(rows), 1) - 0.5, -0.5)
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("% of uses of the slot (bars from 0)")
-    _legend_below(ax)
-    ax.grid(axis="x", alpha=0.3)
-    ax.set_title("what a use does, vs skip (train + held-out)", fontsize=10)
+    _finish_bars(
+        ax, labels, 100, "% of uses of the slot (bars from 0)", "what a use does, vs skip (train + held-out)"
+    )
 
 
 def _auc_panel(ax: Any, feature_auc: dict[str, float | None]) -> None:
@@ -83,13 +84,7 @@ def _auc_panel(ax: Any, feature_auc: dict[str, float | None]) -> None:
     ax.axvline(0.5, color="black", lw=1, ls="--", label="0.5 = no signal")
     if not aucs:
         ax.text(0.5, 0.0, "no AUC: every use had the same outcome", ha="center", va="center", fontsize=8)
-    ax.set_yticks(ys, list(aucs))
-    ax.set_ylim(max(len(aucs), 1) - 0.5, -0.5)
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("AUC: using the slot beats skip (bars from 0)")
-    _legend_below(ax)
-    ax.grid(axis="x", alpha=0.3)
-    ax.set_title("slot features", fontsize=10)
+    _finish_bars(ax, list(aucs), 1, "AUC: using the slot beats skip (bars from 0)", "slot features")
 
 
 def diagnose_figure(result: dict[str, Any]) -> Any:
