@@ -3,17 +3,23 @@
 first decisions — the regime a short training run lives in (issue 35).
 
 Each measurement is its own Python process with ``PYTHONPATH`` at one tree: the working tree (A)
-or ``git archive REV`` unpacked into a temporary folder (B). Both share the venv and
+or ``git archive REV`` unpacked into a temporary folder (B). Both use one fresh temporary
 ``CM_GYM_CACHE`` (the default store each tree builds is cached under its own key; the build is
 outside the timing). The rate is decisions per CPU-second of that process (random valid actions,
 seeded), which other processes' load distorts far less than wall time; the ratio A/B is printed
 per pair and as the median over pairs.
+
+A is measured twice per pair: *warm*, with the persistent work memo (`cm_gym.core.workmemo`) that
+one earlier process with another seed left in the cache — every process after the first on a
+machine — and *cold*, with the memo folder deleted first — the first process ever (it still
+writes the memo).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,8 +59,8 @@ def _unpack(rev: str, repo: Path, into: Path) -> str:
     return sha
 
 
-def _measure(tree: Path, env_id: str, decisions: int, seed: int) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": str(tree), "CM_GYM_PROGRESS": "0"}
+def _measure(tree: Path, env_id: str, decisions: int, seed: int, cache: Path) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(tree), "CM_GYM_PROGRESS": "0", "CM_GYM_CACHE": str(cache)}
     out = subprocess.run(
         [sys.executable, "-c", _MEASURE, env_id, str(decisions), str(seed)],
         check=True, capture_output=True, text=True, env=env, cwd=tree,
@@ -63,28 +69,40 @@ def _measure(tree: Path, env_id: str, decisions: int, seed: int) -> dict[str, fl
 
 
 def compare(rev: str, env_ids: list[str], decisions: int, pairs: int) -> None:
-    """Print, per env id and pair, decisions per CPU-second of A (this tree) and B (`rev`) and A/B."""
+    """Print, per env id and pair, decisions per CPU-second of A warm, A cold and B (`rev`), and
+    the ratios A/B."""
     repo = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory(prefix="cm_gym_rev_") as tmp:
         sha = _unpack(rev, repo, Path(tmp))
+        cache = Path(tmp) / "cache"
         trees = {"A": repo, "B": Path(tmp) / "tree"}
         print(
-            f"A = working tree {repo}, B = {rev} ({sha}); {decisions} decisions from a fresh gym.make, {pairs} pairs"
+            f"A = working tree {repo}, B = {rev} ({sha}); {decisions} decisions from a fresh gym.make, "
+            f"{pairs} pairs; A warm = with the work memo earlier processes left, A cold = memo deleted first"
         )
         for env_id in env_ids:
             for tree in trees.values():  # first make of each tree builds its default store: untimed
-                _measure(tree, env_id, 1, 0)
-            ratios = []
+                _measure(tree, env_id, 1, 0, cache)
+            _measure(repo, env_id, decisions, 10_000, cache)  # A's memo: what one earlier run leaves
+            warm, cold = [], []
             for i in range(pairs):
                 rates = {}
-                for name in ("A", "B") if i % 2 == 0 else ("B", "A"):
-                    m = _measure(trees[name], env_id, decisions, seed=i)
+                # A cold last: it deletes the memo and leaves its own, so A warm always reads what
+                # one run with another seed left (pair 0: seed 10,000's)
+                order = ("A warm", "B", "A cold") if i % 2 == 0 else ("B", "A warm", "A cold")
+                for name in order:
+                    if name == "A cold":
+                        shutil.rmtree(cache / "work", ignore_errors=True)
+                    m = _measure(trees[name[0]], env_id, decisions, i, cache)
                     rates[name] = decisions / m["cpu"]
-                ratios.append(rates["A"] / rates["B"])
+                warm.append(rates["A warm"] / rates["B"])
+                cold.append(rates["A cold"] / rates["B"])
                 print(
-                    f"{env_id:24s} pair {i}: A {rates['A']:8.1f}/CPU-s  B {rates['B']:8.1f}/CPU-s  A/B {ratios[-1]:.2f}"
+                    f"{env_id:24s} pair {i}: A warm {rates['A warm']:7.1f}/CPU-s  A cold {rates['A cold']:7.1f}/CPU-s"
+                    f"  B {rates['B']:7.1f}/CPU-s  A/B warm {warm[-1]:.2f} cold {cold[-1]:.2f}"
                 )
             load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
             print(
-                f"{env_id:24s} median A/B {statistics.median(ratios):.2f} over {pairs} pairs (1-min load {load:.1f})"
+                f"{env_id:24s} median A/B warm {statistics.median(warm):.2f}, cold {statistics.median(cold):.2f} "
+                f"over {pairs} pairs (1-min load {load:.1f})"
             )

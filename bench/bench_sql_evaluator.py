@@ -57,6 +57,7 @@ def _raw(conn: sqlite3.Connection, sql: str) -> list[tuple[Any, ...]] | None:
 
 def correctness(tasks: list[Task]) -> None:
     evaluator = SQLEvaluator()
+    evaluator.memo.size = 0  # time every check (the verdict memo would answer repeats)
     self_ok = sum(evaluator.check(AgentState(t), Action(t.reference)).solved for t in tasks)
     print(f"\n== 2. correctness on real data ({len(tasks)} Spider tasks)")
     print(f"gold judged correct against itself: {self_ok}/{len(tasks)}")

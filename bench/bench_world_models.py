@@ -198,6 +198,7 @@ def sql_groups(
         if not items:
             continue
         evaluator = SQLEvaluator()
+        evaluator.memo.size = 0  # time every check (the verdict memo would answer repeats)
         out.append(
             Group(
                 "SQL",

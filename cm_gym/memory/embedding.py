@@ -10,22 +10,36 @@ clear `EmbedderMismatchError` instead of silently comparing incomparable vectors
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
+import sklearn
 from scipy import sparse
 from sklearn.feature_extraction import FeatureHasher
 from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.utils.sparsefuncs_fast import inplace_csr_row_normalize_l2
 
+from cm_gym.core import workmemo
+from cm_gym.core.workmemo import WorkMemo
 from cm_gym.memory.errors import EmbedderMismatchError
 
 DIM = 512
 DEFAULT_NGRAM_RANGE = (3, 5)
 _WORD_CACHE_SIZE = 200_000
 _ID = re.compile(r"hashing-char_wb-(\d+)to(\d+)-(\d+)-v1")
+_MEMOS: dict[str, WorkMemo] = {}
+
+
+@functools.lru_cache(maxsize=1)
+def _code_version() -> str:
+    """This file's and sklearn's versions: what an embedding depends on besides its id."""
+    digest = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    return f"{digest}-sklearn{sklearn.__version__}"
 
 
 class Embedder:
@@ -135,8 +149,11 @@ class Embedder:
         if hit is not None:
             self._cache.move_to_end(text)
             return hit
-        vec = self.embed([text])[0]
-        vec.setflags(write=False)
+        vec = self._stored(text)
+        if vec is None:
+            vec = self.embed([text])[0]
+            vec.setflags(write=False)
+            self._store(text, vec)
         self._cache[text] = vec
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -150,11 +167,41 @@ class Embedder:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if len(missing) < 2:
             return
-        for text, vec in zip(missing, self.embed(missing), strict=True):
+        unknown = []
+        for text in missing:
+            vec = self._stored(text)
+            if vec is None:
+                unknown.append(text)
+            else:
+                self._cache[text] = vec
+        for text, vec in zip(unknown, self.embed(unknown) if unknown else (), strict=True):
             vec.setflags(write=False)
+            self._store(text, vec)
             self._cache[text] = vec
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
+
+    # -- the persistent work memo (`cm_gym.core.workmemo`): a fresh process reuses the vectors an
+    # earlier one computed; exact float32 bytes, versioned by this file, the id and sklearn ----
+    def _work_memo(self) -> WorkMemo | None:
+        if not workmemo.enabled():
+            return None
+        memo = _MEMOS.get(self.embedder_id)
+        if memo is None:
+            memo = _MEMOS[self.embedder_id] = WorkMemo("embeddings", f"{self.embedder_id}-{_code_version()}")
+        return memo
+
+    def _stored(self, text: str) -> np.ndarray | None:
+        memo = self._work_memo()
+        data = memo.get(workmemo.memo_key(text)) if memo is not None else None
+        if not isinstance(data, bytes) or len(data) != 4 * self.dim:
+            return None
+        return np.frombuffer(data, dtype=np.float32)  # read-only, as `embed_one` returns
+
+    def _store(self, text: str, vec: np.ndarray) -> None:
+        memo = self._work_memo()
+        if memo is not None:
+            memo.put(workmemo.memo_key(text), np.ascontiguousarray(vec, dtype=np.float32).tobytes())
 
     def check_compatible(self, embedder_id: str, dim: int | None = None) -> None:
         """Raise `EmbedderMismatchError` unless a store written with `embedder_id` reads with this."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -83,3 +85,31 @@ def test_rows_equal_sklearns_hashing_vectorizer_bit_for_bit() -> None:
     prefetched.prefetch(EDGE_TEXTS)
     for text, row in zip(EDGE_TEXTS, reference, strict=True):
         assert np.array_equal(prefetched.embed_one(text), row)
+
+
+def test_a_fresh_embedder_reads_the_vectors_an_earlier_one_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The persistent work memo (issue 35): the same float32 bytes, read-only, and a stored
+    value of the wrong size is computed again."""
+    from cm_gym.core import workmemo
+    from cm_gym.memory import embedding
+
+    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("CM_GYM_WORK_MEMO", raising=False)
+    texts = [f"SELECT name FROM singer WHERE age > {i} -- question {i}" for i in range(30)]
+    first = Embedder()
+    want = [first.embed_one(t).copy() for t in texts[:10]]
+    first.prefetch(texts[10:])
+    want += [first.embed_one(t).copy() for t in texts[10:]]
+    memo = embedding._MEMOS[first.embedder_id]
+    memo.flush()
+    later = Embedder()
+    before = memo.hits
+    got = [later.embed_one(t) for t in texts]
+    assert memo.hits - before == len(texts)
+    assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(want, got, strict=True))
+    assert not got[0].flags.writeable
+    memo.put(workmemo.memo_key("odd text"), b"\x00" * 12)
+    memo.flush()
+    assert np.array_equal(Embedder().embed_one("odd text"), first.embed(["odd text"])[0])

@@ -16,6 +16,7 @@ bytes are counted against `max_bytes`. A run reports the steps it used (a multip
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import time
 from pathlib import Path
@@ -58,9 +59,14 @@ Rows = list[tuple[Any, ...]]
 
 class Box:
     """One read-only connection with the authorizer, limits, and a resettable step budget and
-    hang guard (`arm`)."""
+    hang guard (`arm`). `serial` tells connections apart; `data_version` reads SQLite's commit
+    counter."""
+
+    _serials = itertools.count(1)
 
     def __init__(self, path: str, immutable: bool, progress_steps: int) -> None:
+        self.serial = next(Box._serials)
+        self.reading_version = False
         self.deadline = float("inf")
         self.progress_steps = progress_steps
         self.calls = 0
@@ -83,6 +89,13 @@ class Box:
     def _authorize(
         self, action: int, arg1: str | None, arg2: str | None, db: str | None, src: str | None
     ) -> int:
+        if (
+            self.reading_version
+            and action == sqlite3.SQLITE_PRAGMA
+            and arg1 == "data_version"
+            and arg2 is None
+        ):
+            return sqlite3.SQLITE_OK  # only `data_version`, only while this class reads it
         if action in ALLOWED:
             if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
                 self.denied = f"function {arg2}() is not allowed"
@@ -91,6 +104,15 @@ class Box:
         name = ACTION_NAMES.get(action, str(action))
         self.denied = f"{name}{' on ' + arg1 if arg1 else ''} is not allowed (read-only sandbox)"
         return sqlite3.SQLITE_DENY
+
+    def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version`` on this connection: it changes whenever another
+        connection commits to the file, so two equal values mean the content did not change."""
+        self.reading_version = True
+        try:
+            return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+        finally:
+            self.reading_version = False
 
     def arm(self, step_budget: int | None, hang_guard_s: float) -> None:
         """Reset the step count and set the next query's step budget and hang guard."""

@@ -93,6 +93,17 @@ def infer_contrast(a_minus: str, a_plus: str) -> Change | None:
 
 @functools.lru_cache(maxsize=65536)
 def _infer_cached(a_minus: str, a_plus: str) -> Change | None:
+    from cm_gym.domains.sql import workmemo  # through the persistent work memo
+
+    return workmemo.sql_work().cached(
+        workmemo.memo_key("contrast", a_minus, a_plus),
+        lambda: _infer(a_minus, a_plus),
+        edits.encode_change,
+        edits.decode_change,
+    )
+
+
+def _infer(a_minus: str, a_plus: str) -> Change | None:
     try:  # everything below only reads the two trees (changes are made to copies)
         minus, plus = sqlast.parse_shared(a_minus), sqlast.parse_shared(a_plus)
     except sqlast.SQLParseError:

@@ -6,10 +6,12 @@ that ``import cm_gym`` stays fast.
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from cm_gym.core import boundedjson
 from cm_gym.core.types import Task
 from cm_gym.domains.base import Distillation, Domain, Edit, ErrorModel, PredicateFn
 from cm_gym.domains.reply import ReplyFormat
@@ -124,7 +126,14 @@ class SQLDomain(Domain):
         if key in memo:
             memo.move_to_end(key)
             return memo[key]
-        out = memo[key] = self._apply_contrast(task, draft, a_minus, a_plus, column_types)
+        from cm_gym.domains.sql import workmemo  # and through the persistent work memo
+
+        out = memo[key] = workmemo.sql_work().cached(
+            workmemo.memo_key("apply", draft, a_minus, a_plus, json.dumps(key[3])),
+            lambda: self._apply_contrast(task, draft, a_minus, a_plus, column_types),
+            json.dumps,
+            _text_or_none,
+        )
         if len(memo) > _APPLY_MEMO_SIZE:
             memo.popitem(last=False)
         return out
@@ -163,3 +172,11 @@ class SQLDomain(Domain):
         """The SQL of the reply (`reply_format`: a ```sql block, any block, or a SELECT / WITH
         statement in the prose), without trailing semicolons."""
         return super().parse_action(text).strip().rstrip(";").strip()
+
+
+def _text_or_none(data: bytes | str) -> str | None:
+    """A memoised `apply_contrast` result (JSON: a string or null); anything else is refused."""
+    value = boundedjson.loads(data, max_bytes=1 << 20, what="a stored application")
+    if value is not None and not isinstance(value, str):
+        raise ValueError("not a query or null")
+    return value

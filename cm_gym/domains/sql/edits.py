@@ -12,14 +12,19 @@ one place.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlglot import exp
 
+from cm_gym.core import boundedjson
 from cm_gym.domains.base import Edit
 from cm_gym.domains.sql import sqlast
 
+#: the largest stored value the work memo's decoders read (a query's edits are a few KiB)
+_MEMO_BYTES = 4 << 20
 KINDS = ("comparison", "null", "distinct", "order", "limit", "agg", "join_key", "where")
 AGG_PARTNER = {"SUM": "AVG", "AVG": "SUM", "MAX": "MIN", "MIN": "MAX", "COUNT": "SUM"}
 
@@ -241,7 +246,15 @@ def raw_edits(
 
 @functools.lru_cache(maxsize=8192)
 def _base_edits(action: str, column_types: tuple[tuple[str, str], ...]) -> tuple[RawEdit, ...]:
-    return tuple(_raw_edits(action, dict(column_types), None))
+    """The base grammar's edits, through the persistent work memo (`sql.workmemo`)."""
+    from cm_gym.domains.sql import workmemo
+
+    return workmemo.sql_work().cached(
+        workmemo.memo_key("edits", action, json.dumps(column_types)),
+        lambda: tuple(_raw_edits(action, dict(column_types), None)),
+        encode_edits,
+        decode_edits,
+    )
 
 
 def _raw_edits(
@@ -282,3 +295,42 @@ def _raw_edits(
 def edit_operators(action: str, column_types: Mapping[str, str] | None = None) -> list[Edit]:
     """`raw_edits` as the Domain contract's `Edit` objects."""
     return [Edit(e.text, e.unit, e.description) for e in raw_edits(action, column_types)]
+
+
+# -- the work memo's encoding of edits and changes (JSON; exact round trip) ---------------
+def _change_fields(change: Change | None) -> list[Any] | None:
+    if change is None:
+        return None
+    return [change.kind, change.frm, change.to, change.target, dict(change.extra)]
+
+
+def _change_of(fields: Any) -> Change | None:
+    if fields is None:
+        return None
+    kind, frm, to, target, extra = fields
+    return Change(str(kind), str(frm), str(to), str(target), {str(k): str(v) for k, v in extra.items()})
+
+
+def encode_change(change: Change | None) -> str:
+    """JSON of a `Change` (or null) for the work memo (`sql.workmemo`)."""
+    return json.dumps(_change_fields(change))
+
+
+def decode_change(data: bytes | str) -> Change | None:
+    return _change_of(boundedjson.loads(data, max_bytes=_MEMO_BYTES, what="a stored change"))
+
+
+def encode_edits(edits: tuple[RawEdit, ...]) -> str:
+    """JSON of a tuple of `RawEdit` for the work memo."""
+    return json.dumps([[e.text, e.unit, _change_fields(e.change), e.description] for e in edits])
+
+
+def decode_edits(data: bytes | str) -> tuple[RawEdit, ...]:
+    rows = boundedjson.loads(data, max_bytes=_MEMO_BYTES, what="stored edits", expect=list)
+    out = []
+    for text, unit, change, description in rows:
+        found = _change_of(change)
+        if found is None:
+            raise ValueError("an edit without its change")
+        out.append(RawEdit(str(text), str(unit), found, str(description)))
+    return tuple(out)

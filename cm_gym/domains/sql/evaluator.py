@@ -19,7 +19,11 @@ not the query's failure, never cached). Every refusal or failure is an `Outcome`
 status and a reason; ``details`` names the budget (``budget_kind`` "sqlite-vm-steps").
 
 Reference results are computed once per (database, reference query) and kept in memory; one
-read-only connection per database file is reused (in this process and in the worker).
+read-only connection per database file is reused (in this process and in the worker). Verdicts
+are kept per (database content, reference, query, limits), in this process and across processes
+(`verdict_memo.VerdictMemo`): the step budget makes a check deterministic. A verdict that depends
+on the machine — the hang guard ("infrastructure"), a worker's CPU or memory kill, a crash — is
+never kept.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from cm_gym.domains.sql._engine import MAX_QUERY_CHARS, PROGRESS_STEPS, Engine, 
 from cm_gym.domains.sql.compare import Comparison, Result, compare
 from cm_gym.domains.sql.instances import InstanceCache
 from cm_gym.domains.sql.testsuite import InstanceChecker, InstanceReport
+from cm_gym.domains.sql.verdict_memo import VerdictMemo, repeatable
 from cm_gym.domains.sql.vetting import vet
 from cm_gym.evaluators.budgets import SQLITE_STEPS, budget_details, infrastructure
 from cm_gym.evaluators.worker import Worker
@@ -123,6 +128,8 @@ class SQLEvaluator:
         #: where the last query ran ("process" or "worker") and the worker's peak memory (MB, when
         #: the worker tracks memory); for diagnostics and benchmarks
         self.last_run: dict[str, Any] = {}
+        #: kept verdicts (`verdict_memo.VerdictMemo`; ``memo.size = 0`` turns it off)
+        self.memo = VerdictMemo()
 
     # -- pickling (vector envs in subprocesses): connections are reopened on demand ---------
     def __getstate__(self) -> dict[str, Any]:
@@ -171,6 +178,7 @@ class SQLEvaluator:
         return out
 
     def _run(self, path: str, sql: str, immutable: bool) -> tuple[list[Any] | None, int, str, str]:
+        self.last_run = {}  # a query refused before it runs used no steps (not the last query's)
         sql = sql.strip()
         if sql.endswith(";"):
             sql = sql.rstrip("; \t\r\n")
@@ -199,7 +207,7 @@ class SQLEvaluator:
                 "run_query", *args, timeout=self.budget_s + KILL_GRACE_S, cpu_budget_s=self.cpu_limit_s
             )
             self.last_run = {"where": "worker", "why": vetting.why_unbounded, "peak_mb": res.peak_rss_mb,
-                             "cpu_s": res.cpu_s, "steps": None}  # fmt: skip
+                             "cpu_s": res.cpu_s, "steps": None, "status": res.status}  # fmt: skip
             if res.ok:
                 rows, ncols, status, reason, steps = res.value
                 self.last_run["steps"] = steps
@@ -234,7 +242,26 @@ class SQLEvaluator:
     # -- the world model ---------------------------------------------------------------------
     def check(self, state: AgentState, action: Action | str) -> Outcome:
         """Evaluate `action` against the task's reference result (never raises); with
-        ``verdict_on_instances`` also on the database's variants."""
+        ``verdict_on_instances`` also on the database's variants. Memoised (module doc)."""
+        sql = action.text if isinstance(action, Action) else str(action)
+        task = state.task
+        meta = task.meta or {}
+        key = None
+        if not self.verdict_on_instances:
+            key = self.memo.key(self._engine, meta.get("db_path") or "", meta.get("immutable", True) is not False,
+                                self.progress_steps, (task.reference or "", sql, self.step_budget, self.row_cap,
+                                self.partial_credit, self.digits, self.memory_mb, self.isolation, self.cpu_limit_s,
+                                self.progress_steps))  # fmt: skip
+            found = self.memo.get(key) if key is not None else None
+            if found is not None:
+                return found
+        self.last_run = {}
+        outcome = self._verdict(state, sql)
+        if key is not None and repeatable(outcome, self.last_run):
+            self.memo.put(key, outcome)
+        return outcome
+
+    def _verdict(self, state: AgentState, action: Action | str) -> Outcome:
         outcome = self._check(state, action)
         if self.verdict_on_instances and outcome.solved:
             try:
@@ -242,6 +269,7 @@ class SQLEvaluator:
                     state, action.text if isinstance(action, Action) else str(action), outcome
                 )
             except Exception as err:  # noqa: BLE001 - a broken variant must not kill the batch
+                self.last_run = {"where": "crash"}
                 logger.exception("checking on database variants failed for %s", state.task.task_id)
                 return _fail("error", f"checking on database variants failed: {err}")
         return outcome
@@ -261,6 +289,7 @@ class SQLEvaluator:
                 path, task.reference, immutable=immutable
             )
         except Exception as err:  # noqa: BLE001 - a broken task must not kill the batch
+            self.last_run = {"where": "crash"}
             logger.exception("reference evaluation crashed for %s", task.task_id)
             return _fail("error", f"reference evaluation failed: {err}")
         if ref.result is None and ref.error.startswith("infrastructure"):
@@ -273,6 +302,7 @@ class SQLEvaluator:
             if status == "infrastructure":
                 rows, ncols, status, reason = self._rows(path, sql, immutable, retry=reason)
         except Exception as err:  # noqa: BLE001
+            self.last_run = {"where": "crash"}
             logger.exception("sandbox crashed on %s", task.task_id)
             return _fail("error", f"evaluation failed: {err}")
         steps = self.last_run.get("steps")

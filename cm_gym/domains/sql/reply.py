@@ -172,15 +172,34 @@ def _after_quoted(text: str, i: int) -> int:
 
 
 def _parses(sql: str) -> bool:
-    from cm_gym.domains.sql.sqlast import SQLParseError, parse
+    """Whether sqlglot parses `sql` (through the persistent work memo: a pure function of it)."""
+    from cm_gym.domains.sql import workmemo
 
     if len(sql) > MAX_CHARS:
         return False
+    return workmemo.sql_work().cached(
+        workmemo.memo_key("parses", sql), lambda: _parses_now(sql), _flag, _unflag
+    )
+
+
+def _parses_now(sql: str) -> bool:
+    from cm_gym.domains.sql.sqlast import SQLParseError, parse
+
     try:
         parse(sql)
     except SQLParseError:
         return False
     return True
+
+
+def _flag(value: bool) -> bytes:
+    return b"1" if value else b"0"
+
+
+def _unflag(data: bytes | str) -> bool:
+    if data not in (b"1", b"0"):
+        raise ValueError("not a flag")
+    return data == b"1"
 
 
 def find_query(text: str) -> str | None:

@@ -9,6 +9,7 @@ would otherwise print ``NOT x IS NULL``) and ORDER BY keys always carry an expli
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterator
 from copy import deepcopy
 from typing import TypeVar
@@ -16,6 +17,8 @@ from typing import TypeVar
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+
+from cm_gym.core import boundedjson
 
 DIALECT = "sqlite"
 #: the class sqlglot's own copy tests child values against (``Expr`` from sqlglot 28 on)
@@ -176,7 +179,28 @@ def normalize(sql: str) -> str:
 
 @functools.lru_cache(maxsize=16384)
 def _normalized(sql: str) -> str:
-    return to_sql_owned(parse(sql))
+    from cm_gym.domains.sql import workmemo  # through the persistent work memo
+
+    ok, text = workmemo.sql_work().cached(
+        workmemo.memo_key("normalize", sql), lambda: _normalize_or_error(sql), json.dumps, _pair
+    )
+    if not ok:
+        raise SQLParseError(text)
+    return text
+
+
+def _normalize_or_error(sql: str) -> tuple[bool, str]:
+    try:
+        return True, to_sql_owned(parse(sql))
+    except SQLParseError as exc:
+        return False, str(exc)
+
+
+def _pair(data: bytes | str) -> tuple[bool, str]:
+    ok, text = boundedjson.loads(data, max_bytes=1 << 20, what="a stored normal form", expect=list)
+    if not isinstance(ok, bool) or not isinstance(text, str):
+        raise ValueError("not a normal form")
+    return ok, text
 
 
 def try_normalize(sql: str) -> str:

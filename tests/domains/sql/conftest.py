@@ -25,6 +25,13 @@ INSERT INTO pets VALUES (1, 1, 'cat', 4.0), (2, 1, 'dog', 12.5), (3, 4, 'cat', 3
 """
 
 
+@pytest.fixture(autouse=True)
+def _no_work_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests here count what runs: the persistent work memo (`cm_gym.core.workmemo`) would answer
+    a query another test already checked on an identical database. Its own tests turn it on."""
+    monkeypatch.setenv("CM_GYM_WORK_MEMO", "0")
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

@@ -1,0 +1,236 @@
+"""A persistent memo of pure work, shared by every process that uses one cache folder.
+
+Why: a fresh process (a new training run, each worker of a vector env, each seed of a sweep)
+redoes the same deterministic work on the same texts — the SQL edits of a draft, the contrast a
+record encodes, where a record applies, the embedding of a state text. In-process memos make a
+long run fast, but the first thousands of decisions of every process pay for it again (issue 35:
+most of a fresh env's CPU over its first 2,000 decisions). `WorkMemo` keeps those results in one
+SQLite file per kind of work under ``$CM_GYM_CACHE/work/``, so that only the first process on a
+machine does the work.
+
+Contract:
+- only *pure* functions of their key may be memoised, and `version` must change whenever the
+  result could: callers put the digest of the code that computes it and the versions of the
+  libraries it calls in it (the file name carries it; a file of another version is never read);
+- values are bytes or text, written by the caller's encoder and read back by its decoder; a value
+  the decoder refuses is a miss (`get` never raises);
+- writes are batched (`FLUSH_EVERY`, and at interpreter exit); a process killed before its flush
+  only loses work that will be done again. ``INSERT OR IGNORE``: the first writer wins, and any
+  writer writes the same value;
+- a cache file that cannot be opened, is not a work memo, or fails a read or a write turns the
+  memo off for this process with one warning; the file is never changed or deleted. A read-only
+  cache folder is read and not written;
+- ``CM_GYM_WORK_MEMO=0`` turns every memo off (benchmarks of cold work do);
+- the file stops growing at `MAX_ROWS` entries.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import hashlib
+import logging
+import os
+import sqlite3
+import threading
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from cm_gym.core.paths import cache_root
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "cm_gym.workmemo/1"
+FLUSH_EVERY = 64
+MAX_ROWS = 2_000_000
+ENV_SWITCH = "CM_GYM_WORK_MEMO"
+
+T = TypeVar("T")
+_LIVE: weakref.WeakSet[WorkMemo] = weakref.WeakSet()
+
+
+def enabled() -> bool:
+    """False when ``CM_GYM_WORK_MEMO`` is 0 / off / false / no (read on every call: cheap)."""
+    raw = os.environ.get(ENV_SWITCH)
+    return raw is None or _switch(raw)
+
+
+@functools.lru_cache(maxsize=8)
+def _switch(raw: str) -> bool:
+    return raw.strip().lower() not in ("0", "off", "false", "no")
+
+
+def memo_key(*parts: str) -> bytes:
+    """A 16-byte digest of the parts (separated so that ("ab", "c") and ("a", "bc") differ)."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        data = part.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.digest()
+
+
+class WorkMemo:
+    """Values by key in ``$CM_GYM_CACHE/work/<name>-<version>.sqlite`` (module doc)."""
+
+    def __init__(self, name: str, version: str) -> None:
+        self.name = name
+        self.file_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{name}-{version}")[:120]
+        self._root: str | None = None  # the $CM_GYM_CACHE the open connection belongs to
+        self.hits = self.misses = 0
+        self._pending: dict[bytes, bytes | str] = {}
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
+        self._off = False
+        self._writable = True
+        self._lock = threading.Lock()
+        _LIVE.add(self)
+
+    # -- the file ----------------------------------------------------------------------------
+    @property
+    def path(self) -> Path:
+        """The memo's file in the current cache folder."""
+        return cache_root() / "work" / f"{self.file_name}.sqlite"
+
+    def _connection(self) -> sqlite3.Connection | None:
+        if self._off or not enabled():
+            return None
+        root = os.environ.get("CM_GYM_CACHE")
+        if self._pid != os.getpid() or root != self._root:  # first use, a forked child, another cache
+            if self._conn is not None and self._pid == os.getpid():
+                self._flush_to(self._conn)
+                self._conn.close()
+            self._conn, self._pid, self._root = None, os.getpid(), root
+            try:
+                self._conn = self._open()
+            except (sqlite3.Error, OSError) as exc:
+                self._disable(f"cannot be used ({exc})")
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        if not self.path.parent.is_dir():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._writable = os.access(self.path.parent, os.W_OK) and (
+            not self.path.exists() or os.access(self.path, os.W_OK)
+        )
+        if not self._writable and not self.path.exists():
+            raise OSError("the cache folder is read-only and holds no memo")
+        uri = self.path.resolve().as_uri() + ("" if self._writable else "?mode=ro")
+        conn = sqlite3.connect(uri, uri=True, timeout=10.0, check_same_thread=False, isolation_level=None)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not tables and self._writable:  # a new file: ours to lay out (one writer does)
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
+                conn.execute("CREATE TABLE IF NOT EXISTS memo (key BLOB PRIMARY KEY, value BLOB NOT NULL)")
+                conn.execute("COMMIT")
+            elif not {"meta", "memo"} <= tables:  # somebody else's file: never written
+                raise sqlite3.DatabaseError(f"not a {FORMAT} file")
+            row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+            if row is None or row[0] != FORMAT:
+                raise sqlite3.DatabaseError(f"not a {FORMAT} file")
+            if self._writable:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+            top = conn.execute("SELECT max(rowid) FROM memo").fetchone()[0] or 0
+            if top >= MAX_ROWS:
+                self._writable = False
+        except sqlite3.Error:
+            conn.close()
+            raise
+        return conn
+
+    def _disable(self, why: str) -> None:
+        if not self._off:
+            logger.warning("work memo %s %s; working without it in this process", self.path, why)
+        self._off = True
+        self._pending.clear()
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+        self._conn = None
+
+    # -- use ---------------------------------------------------------------------------------
+    def get(self, key: bytes) -> bytes | str | None:
+        """The stored value, or None (a miss, or the memo is off)."""
+        with self._lock:
+            found = self._pending.get(key)
+            if found is None:
+                conn = self._connection()
+                if conn is not None:
+                    try:
+                        row = conn.execute("SELECT value FROM memo WHERE key = ?", (key,)).fetchone()
+                    except sqlite3.Error as exc:
+                        self._disable(f"could not be read ({exc})")
+                        row = None
+                    found = row[0] if row is not None else None
+            if found is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+            return found
+
+    def put(self, key: bytes, value: bytes | str) -> None:
+        """Keep a value (written with the next batch)."""
+        with self._lock:
+            if self._off or not self._writable:
+                return
+            self._pending[key] = value
+            if len(self._pending) >= FLUSH_EVERY:
+                self._flush()
+
+    def flush(self) -> None:
+        """Write what is pending (also at interpreter exit)."""
+        with self._lock:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        conn = self._connection()
+        if conn is None or not self._writable:
+            self._pending.clear()
+            return
+        self._flush_to(conn)
+
+    def _flush_to(self, conn: sqlite3.Connection) -> None:
+        if not self._pending or not self._writable:
+            self._pending.clear()
+            return
+        items = list(self._pending.items())
+        self._pending.clear()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("INSERT OR IGNORE INTO memo VALUES (?, ?)", items)
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            self._disable(f"could not be written ({exc})")
+
+    def cached(self, key: bytes, compute: Callable[[], T], encode: Callable[[T], bytes | str],
+               decode: Callable[[bytes | str], T]) -> T:  # fmt: skip
+        """`compute()` through the memo: the stored value decoded, else computed and stored. A
+        stored value `decode` refuses (any exception) is recomputed."""
+        if not enabled():
+            return compute()
+        found = self.get(key)
+        if found is not None:
+            try:
+                return decode(found)
+            except Exception:  # noqa: BLE001 - a value we cannot read is a miss
+                logger.debug("work memo %s: undecodable value; recomputed", self.name)
+        value = compute()
+        self.put(key, encode(value))
+        return value
+
+
+@atexit.register
+def _flush_all() -> None:
+    for memo in list(_LIVE):
+        if memo._pid == os.getpid():
+            memo.flush()
