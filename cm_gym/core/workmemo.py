@@ -20,6 +20,9 @@ Contract:
 - a cache file that cannot be opened, is not a work memo, or fails a read or a write turns the
   memo off for this process with one warning; the file is never changed or deleted. A read-only
   cache folder is read and not written;
+- a file that was empty when a process opened it is only written by that process, never read:
+  nothing an earlier process left can be in it, and a miss costs a lookup (the first process on
+  a machine, the costliest, pays no lookups; what concurrent processes write meanwhile is missed);
 - ``CM_GYM_WORK_MEMO=0`` turns every memo off (benchmarks of cold work do);
 - the file stops growing at `MAX_ROWS` entries.
 """
@@ -86,6 +89,7 @@ class WorkMemo:
         self._pid = -1
         self._off = False
         self._writable = True
+        self._write_only = False  # the file was empty when this process opened it (module doc)
         self._lock = threading.Lock()
         _LIVE.add(self)
 
@@ -139,6 +143,7 @@ class WorkMemo:
             top = conn.execute("SELECT max(rowid) FROM memo").fetchone()[0] or 0
             if top >= MAX_ROWS:
                 self._writable = False
+            self._write_only = top == 0
         except sqlite3.Error:
             conn.close()
             raise
@@ -161,7 +166,7 @@ class WorkMemo:
             found = self._pending.get(key)
             if found is None:
                 conn = self._connection()
-                if conn is not None:
+                if conn is not None and not self._write_only:
                     try:
                         row = conn.execute("SELECT value FROM memo WHERE key = ?", (key,)).fetchone()
                     except sqlite3.Error as exc:
@@ -187,6 +192,15 @@ class WorkMemo:
         """Write what is pending (also at interpreter exit)."""
         with self._lock:
             self._flush()
+
+    def close(self) -> None:
+        """Write what is pending and close the file; the next use opens it again (and reads
+        what other processes wrote, even if it was empty before)."""
+        with self._lock:
+            self._flush()
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn, self._pid = None, -1
 
     def _flush(self) -> None:
         if not self._pending:

@@ -38,7 +38,7 @@ def test_a_second_memo_reads_what_the_first_wrote(cache: Path) -> None:
     calls: list[str] = []
     first = WorkMemo("t", "v1")
     assert through(first, "select", calls) == "SELECT"
-    first.flush()
+    first.close()
     later = WorkMemo("t", "v1")
     assert through(later, "select", calls) == "SELECT" and calls == ["select"] and later.hits == 1
     assert first.path.parent == cache / "work"
@@ -61,8 +61,19 @@ def test_writes_wait_for_a_batch_or_a_flush(cache: Path) -> None:
         through(memo, f"q{i}", calls)
     reader = WorkMemo("t", "batch")
     assert reader.get(memo_key("up", "q0")) is None
+    reader.close()
     through(memo, "last", calls)  # the batch is full: written
     assert reader.get(memo_key("up", "q0")) == "Q0"
+
+
+def test_a_memo_empty_when_opened_is_not_read_back(cache: Path) -> None:
+    """The first process on a machine pays no lookups: it only writes (module doc)."""
+    memo = WorkMemo("t", "first")
+    memo.put(memo_key("up", "a"), "A")
+    memo.flush()
+    assert memo.get(memo_key("up", "b")) is None and memo._write_only
+    other = WorkMemo("t", "first")
+    assert other.get(memo_key("up", "a")) == "A" and not other._write_only
 
 
 def _child(path_env: str, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
@@ -87,6 +98,7 @@ def test_a_forked_child_opens_its_own_connection(cache: Path) -> None:
     child.start()
     child.join(30)
     assert out.get(timeout=5) == "PARENT" and child.exitcode == 0
+    SHARED.close()  # it opened the file empty: reopened, it reads what the child wrote
     assert SHARED.get(memo_key("up", "child")) == "CHILD"
 
 

@@ -103,7 +103,7 @@ def test_a_fresh_embedder_reads_the_vectors_an_earlier_one_stored(
     first.prefetch(texts[10:])
     want += [first.embed_one(t).copy() for t in texts[10:]]
     memo = embedding._MEMOS[first.embedder_id]
-    memo.flush()
+    memo.close()  # as a later process: the file is opened again
     later = Embedder()
     before = memo.hits
     got = [later.embed_one(t) for t in texts]
@@ -111,5 +111,5 @@ def test_a_fresh_embedder_reads_the_vectors_an_earlier_one_stored(
     assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(want, got, strict=True))
     assert not got[0].flags.writeable
     memo.put(workmemo.memo_key("odd text"), b"\x00" * 12)
-    memo.flush()
+    memo.close()
     assert np.array_equal(Embedder().embed_one("odd text"), first.embed(["odd text"])[0])

@@ -140,7 +140,7 @@ def test_a_fresh_evaluator_reads_the_verdicts_an_earlier_one_stored(
     task = make_task("SELECT name FROM people WHERE city = 'Oslo'", immutable=True)
     queries = ["SELECT name FROM people WHERE city = 'Oslo'", "SELECT name FROM people", "SELEC x"]
     first = [check(SQLEvaluator(), task, sql) for sql in queries]
-    workmemo.sql_work().flush()
+    workmemo.sql_work().close()  # as a later process: the file is opened again
     runs.clear()
     later = SQLEvaluator()
     again = [check(later, task, sql) for sql in queries]
@@ -159,7 +159,9 @@ def test_stored_verdicts_follow_the_file_content(
     monkeypatch.delenv("CM_GYM_WORK_MEMO")
     task = make_task("SELECT count(*) FROM pets", immutable=True)
     assert check(SQLEvaluator(), task, "SELECT 4").solved
-    workmemo.sql_work().flush()
+    workmemo.sql_work().close()  # as a later process: the file is opened again
+    same = SQLEvaluator()
+    assert check(same, task, "SELECT 4").solved and same.memo.stored_hits == 1
     conn = sqlite3.connect(tiny_db)
     conn.execute("INSERT INTO pets VALUES (5, 2, 'owl', 1.0)")
     conn.commit()
@@ -176,7 +178,7 @@ def test_a_corrupt_stored_verdict_is_checked_again(
     task = make_task("SELECT 1", immutable=True)
     check(SQLEvaluator(), task, "SELECT 1")
     memo = workmemo.sql_work()
-    memo.flush()
+    memo.close()
     conn = sqlite3.connect(memo.path)
     conn.execute("UPDATE memo SET value = '[1, \"not a verdict\"'")
     conn.commit()

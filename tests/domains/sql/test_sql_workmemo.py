@@ -53,7 +53,7 @@ def test_a_later_process_reads_exactly_what_was_computed(fresh_memo: Path) -> No
         [sqlast.try_normalize(t) for t in texts],
         [reply._parses(t) for t in texts],
     )
-    workmemo.sql_work().flush()
+    workmemo.sql_work().close()  # as a later process: the file is opened again
     clear_process_memos()
     before = workmemo.sql_work().hits
     read = (
@@ -71,7 +71,7 @@ def test_a_later_process_reads_exactly_what_was_computed(fresh_memo: Path) -> No
 def test_a_parse_error_is_raised_again_from_the_memo(fresh_memo: Path) -> None:
     with pytest.raises(sqlast.SQLParseError) as first:
         sqlast.normalize("SELECT FROM WHERE")
-    workmemo.sql_work().flush()
+    workmemo.sql_work().close()
     clear_process_memos()
     with pytest.raises(sqlast.SQLParseError) as again:
         sqlast.normalize("SELECT FROM WHERE")
@@ -83,7 +83,7 @@ def test_stored_values_that_do_not_decode_are_computed_again(fresh_memo: Path) -
     want = [edits._base_edits(d, t) for d, t in zip(drafts[:5], types[:5], strict=True)]
     norms = [sqlast.try_normalize(d) for d in drafts[:5]]
     memo = workmemo.sql_work()
-    memo.flush()
+    memo.close()
     conn = sqlite3.connect(memo.path)
     conn.execute("UPDATE memo SET value = X'00FF'")
     conn.commit()
