@@ -10,6 +10,7 @@ after a reuse update.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from cm_gym.core.types import Task
+from cm_gym.core import workmemo
+from cm_gym.core.types import Task, task_digest
+from cm_gym.core.workmemo import WorkMemo
 from cm_gym.domains.conditions import Condition
 from cm_gym.memory.record import Record
 
@@ -104,6 +107,7 @@ class RecordIndex:
     revision: int
     record_ids: Sequence[str] = ()  # in source order (index row i is record_ids[rows[i]])
     holds_cache: OrderedDict[str, np.ndarray] = field(default_factory=OrderedDict)
+    _conditions_key: str | None = field(default=None, repr=False)  # "" = not memoisable
     _by_source: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @classmethod
@@ -161,12 +165,11 @@ class RecordIndex:
         self.revision = source.revision
 
     def holds_vector(self, task: Task, cache_size: int = 8192) -> np.ndarray:
-        """Per distinct condition: does it hold for `task`? (evaluated once per task, cached)."""
+        """Per distinct condition: does it hold for `task`? (evaluated once per task, cached in
+        this process and, for conditions of cm_gym's own predicates, in the work memo)."""
         holds = self.holds_cache.get(task.task_id)
         if holds is None:
-            holds = np.fromiter(
-                (c.holds(task) for c in self.conditions), dtype=bool, count=len(self.conditions)
-            )
+            holds = _holds_through_memo(self, task)
             self.holds_cache[task.task_id] = holds
             if len(self.holds_cache) > cache_size:
                 self.holds_cache.popitem(last=False)
@@ -190,3 +193,58 @@ class RecordIndex:
             else:
                 spans.append((s, e))
         return spans
+
+
+# -- the work memo of condition verdicts (`cm_gym.core.workmemo`) ------------------------------
+#: where a predicate must be defined for its verdicts to be kept across processes: the version of
+#: the memo is the digest of this package's source, so a plugin's predicate (elsewhere) is not
+_OWN_PREDICATES = "cm_gym.domains."
+_HOLDS_MEMO: list[WorkMemo] = []
+
+
+def _task_text(task: Task) -> str:
+    """Every field a predicate may read (all but the hidden reference), as canonical JSON: the
+    task's part of the memo key (`task_digest` also copies the task: 10x the cost)."""
+    fields = [task.task_id, task.domain, task.env_id, task.family, task.prompt, task.context,
+              task.features, task.meta]  # fmt: skip
+    try:
+        return json.dumps(fields, sort_keys=True, default=str, ensure_ascii=False)
+    except TypeError:  # dict keys of mixed types
+        return task_digest([task])
+
+
+def _evaluate(conditions: Sequence[Condition], task: Task) -> np.ndarray:
+    return np.fromiter((c.holds(task) for c in conditions), dtype=bool, count=len(conditions))
+
+
+def _holds_through_memo(index: RecordIndex, task: Task) -> np.ndarray:
+    """`_evaluate`, kept in the work memo by (the conditions' texts, the task's content) when
+    every predicate is cm_gym's own: a predicate is a pure function of the task (SPEC §3), and
+    a fresh process evaluates the same conditions on the same tasks again."""
+    if index._conditions_key is None:
+        own = all(
+            getattr(fn, "__module__", "").startswith(_OWN_PREDICATES)
+            for c in index.conditions
+            for fn in c.fns
+        )
+        texts = "\n".join(c.text for c in index.conditions)
+        index._conditions_key = hashlib.sha256(texts.encode()).hexdigest() if own else ""
+    if not index._conditions_key or not workmemo.enabled():
+        return _evaluate(index.conditions, task)
+    if not _HOLDS_MEMO:
+        from cm_gym.domains.base import Domain, source_digest
+
+        _HOLDS_MEMO.append(WorkMemo("conditions", source_digest(Domain)))
+    n = len(index.conditions)
+
+    def decode(data: bytes | str) -> np.ndarray:
+        if not isinstance(data, bytes) or len(data) != n or set(data) - {0, 1}:
+            raise ValueError("not this index's condition verdicts")
+        return np.frombuffer(data, dtype=np.uint8).astype(bool)
+
+    return _HOLDS_MEMO[0].cached(
+        workmemo.memo_key("holds", index._conditions_key, _task_text(task)),
+        lambda: _evaluate(index.conditions, task),
+        lambda holds: holds.astype(np.uint8).tobytes(),
+        decode,
+    )
