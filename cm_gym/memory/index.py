@@ -9,6 +9,7 @@ after a reuse update.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections import OrderedDict
@@ -202,6 +203,16 @@ _OWN_PREDICATES = "cm_gym.domains."
 _HOLDS_MEMO: list[WorkMemo] = []
 
 
+def _is_own(fn: Any) -> bool:
+    """Whether a predicate is a function of cm_gym's domains package (seen through the argument-
+    free `functools.partial` that `domains.base.described` wraps it in)."""
+    if isinstance(fn, functools.partial):
+        if fn.args or fn.keywords:
+            return False
+        fn = fn.func
+    return str(getattr(fn, "__module__", "") or "").startswith(_OWN_PREDICATES)
+
+
 def _task_text(task: Task) -> str:
     """Every field a predicate may read (all but the hidden reference), as canonical JSON: the
     task's part of the memo key (`task_digest` also copies the task: 10x the cost)."""
@@ -222,11 +233,7 @@ def _holds_through_memo(index: RecordIndex, task: Task) -> np.ndarray:
     every predicate is cm_gym's own: a predicate is a pure function of the task (SPEC §3), and
     a fresh process evaluates the same conditions on the same tasks again."""
     if index._conditions_key is None:
-        own = all(
-            getattr(fn, "__module__", "").startswith(_OWN_PREDICATES)
-            for c in index.conditions
-            for fn in c.fns
-        )
+        own = all(_is_own(fn) for c in index.conditions for fn in c.fns)
         texts = "\n".join(c.text for c in index.conditions)
         index._conditions_key = hashlib.sha256(texts.encode()).hexdigest() if own else ""
     if not index._conditions_key or not workmemo.enabled():

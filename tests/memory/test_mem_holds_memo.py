@@ -4,6 +4,7 @@ evaluating; a plugin's predicate is always evaluated; a value that does not fit 
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
@@ -86,3 +87,14 @@ def test_a_value_that_does_not_fit_is_recomputed(memo_cache: Path, monkeypatch: 
     got = [index_mod._holds_through_memo(own_index(), t) for t in TASKS]
     assert len(seen) == len(TASKS)
     assert all(np.array_equal(a, b) for a, b in zip(want, got, strict=True))
+
+
+def test_described_predicates_are_seen_through_their_wrapper() -> None:
+    """`domains.base.described` wraps a predicate in an argument-free partial: SAT's and SMT's
+    own predicates count as cm_gym's, a plugin's described predicate still does not."""
+    from cm_gym.domains.base import described
+    from cm_gym.domains.sat.conditions import PREDICATES as SAT_PREDICATES
+
+    assert all(index_mod._is_own(fn) for fn in SAT_PREDICATES.values())
+    assert not index_mod._is_own(described(plugin_predicate, "(x) - a plugin's"))
+    assert not index_mod._is_own(functools.partial(next(iter(SAT_PREDICATES.values())).func, "bound"))
