@@ -32,6 +32,22 @@ def _no_work_memo(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CM_GYM_WORK_MEMO", "0")
 
 
+@pytest.fixture
+def memo_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The work memo on, in an empty cache folder of this test (returned)."""
+    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("CM_GYM_WORK_MEMO", raising=False)
+    return tmp_path / "cache"
+
+
+def overwrite_stored_values(path: Path, value: str) -> None:
+    """Replace every value of a closed work-memo file by `value` (an SQL literal)."""
+    conn = sqlite3.connect(path)
+    conn.execute(f"UPDATE memo SET value = {value}")
+    conn.commit()
+    conn.close()
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

@@ -15,7 +15,7 @@ from cm_gym.domains.sql import evaluator as sql_evaluator
 from cm_gym.domains.sql import workmemo
 from cm_gym.domains.sql.evaluator import SQLEvaluator
 
-from .conftest import TaskFactory
+from .conftest import TaskFactory, overwrite_stored_values
 
 HEAVY = "SELECT count(*) FROM people a, people b, people c, people d, people e, people f, people g"
 
@@ -88,6 +88,9 @@ def test_reading_the_commit_counter_leaves_pragmas_refused(make_task: TaskFactor
     box = next(iter(ev._engine.boxes.values()))
     assert isinstance(box.data_version(), int) and not box.reading_version
     assert check(ev, task, "SELECT * FROM pragma_table_info('people')").status in ("refused", "error")
+    # the counter the memo keys on stays out of an action's reach, also right after cm_gym read it
+    assert check(ev, task, "SELECT * FROM pragma_data_version()").status in ("refused", "error")
+    assert check(ev, task, "SELECT data_version FROM pragma_data_version").status in ("refused", "error")
     assert check(ev, task, "PRAGMA data_version").status in ("refused", "error")
 
 
@@ -133,10 +136,8 @@ def test_a_pickled_evaluator_starts_with_an_empty_memo(make_task: TaskFactory) -
 
 
 def test_a_fresh_evaluator_reads_the_verdicts_an_earlier_one_stored(
-    make_task: TaskFactory, runs: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    make_task: TaskFactory, runs: list[str], memo_on: Path
 ) -> None:
-    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("CM_GYM_WORK_MEMO")
     task = make_task("SELECT name FROM people WHERE city = 'Oslo'", immutable=True)
     queries = ["SELECT name FROM people WHERE city = 'Oslo'", "SELECT name FROM people", "SELEC x"]
     first = [check(SQLEvaluator(), task, sql) for sql in queries]
@@ -153,10 +154,8 @@ def test_a_fresh_evaluator_reads_the_verdicts_an_earlier_one_stored(
 
 
 def test_stored_verdicts_follow_the_file_content(
-    make_task: TaskFactory, tiny_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    make_task: TaskFactory, tiny_db: Path, memo_on: Path
 ) -> None:
-    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("CM_GYM_WORK_MEMO")
     task = make_task("SELECT count(*) FROM pets", immutable=True)
     assert check(SQLEvaluator(), task, "SELECT 4").solved
     workmemo.sql_work().close()  # as a later process: the file is opened again
@@ -171,18 +170,13 @@ def test_stored_verdicts_follow_the_file_content(
 
 
 def test_a_corrupt_stored_verdict_is_checked_again(
-    make_task: TaskFactory, runs: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    make_task: TaskFactory, runs: list[str], memo_on: Path
 ) -> None:
-    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("CM_GYM_WORK_MEMO")
     task = make_task("SELECT 1", immutable=True)
     check(SQLEvaluator(), task, "SELECT 1")
     memo = workmemo.sql_work()
     memo.close()
-    conn = sqlite3.connect(memo.path)
-    conn.execute("UPDATE memo SET value = '[1, \"not a verdict\"'")
-    conn.commit()
-    conn.close()
+    overwrite_stored_values(memo.path, "'[1, \"not a verdict\"'")
     runs.clear()
     later = SQLEvaluator()
     assert check(later, task, "SELECT 1").solved and runs == ["SELECT 1"] and later.memo.stored_hits == 0

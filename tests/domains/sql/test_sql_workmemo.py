@@ -5,7 +5,6 @@ simulated LLM makes, and a stored value that does not decode is computed again."
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,8 @@ import pytest
 from cm_gym.domains.catalog import get_benchmark
 from cm_gym.domains.sql import contrast, edits, reply, sqlast, workmemo
 from cm_gym.llm.simulated import SimulatedLLM
+
+from .conftest import overwrite_stored_values
 
 
 @pytest.fixture
@@ -84,10 +85,7 @@ def test_stored_values_that_do_not_decode_are_computed_again(fresh_memo: Path) -
     norms = [sqlast.try_normalize(d) for d in drafts[:5]]
     memo = workmemo.sql_work()
     memo.close()
-    conn = sqlite3.connect(memo.path)
-    conn.execute("UPDATE memo SET value = X'00FF'")
-    conn.commit()
-    conn.close()
+    overwrite_stored_values(memo.path, "X'00FF'")
     clear_process_memos()
     assert [edits._base_edits(d, t) for d, t in zip(drafts[:5], types[:5], strict=True)] == want
     assert [sqlast.try_normalize(d) for d in drafts[:5]] == norms
