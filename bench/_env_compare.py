@@ -5,8 +5,8 @@ first decisions — the regime a short training run lives in (issue 35).
 Each measurement is its own Python process with ``PYTHONPATH`` at one tree: the working tree (A)
 or ``git archive REV`` unpacked into a temporary folder (B). Both use one fresh temporary
 ``CM_GYM_CACHE`` (the default store each tree builds is cached under its own key; the build is
-outside the timing). The rate is decisions per CPU-second of that process (random valid actions,
-seeded), which other processes' load distorts far less than wall time; the ratio A/B is printed
+outside the timing). The rate is decisions per CPU-second of that process and its checking
+workers (from ``/proc``; random valid actions, seeded), which other processes' load distorts far less than wall time; the ratio A/B is printed
 per pair and as the median over pairs.
 
 A is measured twice per pair: *warm*, with the persistent work memo (`cm_gym.core.workmemo`) that
@@ -17,6 +17,7 @@ writes the memo).
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
@@ -27,8 +28,37 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-#: what one measurement runs (in the tree on PYTHONPATH): a fresh env, then `decisions` timed steps
-_MEASURE = r"""
+
+def children_cpu() -> float:
+    """CPU seconds of this process's children: the live ones (the checking workers of SAT, SMT
+    and unbounded SQL queries) from ``/proc``, plus what reaped ones used."""
+    import os
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = usage.ru_utime + usage.ru_stime
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/children") as fh:
+                pids = fh.read().split()
+        except OSError:
+            continue
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / tick
+            except (OSError, IndexError, ValueError):
+                pass
+    return total
+
+
+#: what one measurement runs (in the tree on PYTHONPATH): a fresh env, then `decisions` timed
+#: steps; its CPU includes the env's checking workers (`children_cpu`, sent along as source)
+_MEASURE = (
+    inspect.getsource(children_cpu)
+    + r"""
 import json, sys, time
 import gymnasium as gym, numpy as np
 import cm_gym  # noqa: F401  (registers the ids)
@@ -36,13 +66,16 @@ env_id, decisions, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 env = gym.make(env_id)
 rng = np.random.default_rng(seed)
 obs, info = env.reset(seed=seed)
-cpu, wall = time.process_time(), time.perf_counter()
+cpu, kids, wall = time.process_time(), children_cpu(), time.perf_counter()
 for _ in range(decisions):
     obs, _, term, trunc, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
     if term or trunc:
         obs, info = env.reset()
-print(json.dumps({"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall}))
+kids = children_cpu() - kids
+print(json.dumps({"cpu": time.process_time() - cpu + kids, "workers_cpu": kids,
+                  "wall": time.perf_counter() - wall}))
 """
+)
 
 
 def _unpack(rev: str, repo: Path, into: Path) -> str:

@@ -22,6 +22,7 @@ import time
 
 import gymnasium as gym
 import numpy as np
+from _env_compare import children_cpu  # bench/ is on sys.path when run as a script
 
 import cm_gym  # noqa: F401  (registers the env ids)
 from cm_gym.envs.selection import MemorySelectionEnv
@@ -32,12 +33,13 @@ def make_env(benchmark: str, store: str | None, profile: bool = False) -> Memory
 
 
 def run_single(env: MemorySelectionEnv, decisions: int, seed: int = 0) -> tuple[float, int, int, float]:
-    """(wall seconds, decisions, episodes, CPU seconds of this process) of a random-valid rollout.
-    CPU seconds give a per-core rate that other processes on a shared machine do not distort."""
+    """(wall seconds, decisions, episodes, CPU seconds of this process and its checking workers)
+    of a random-valid rollout. CPU seconds give a per-core rate that other processes on a shared
+    machine do not distort."""
     rng = np.random.default_rng(seed)
     obs, info = env.reset(seed=seed)
     episodes = 0
-    cpu = time.process_time()
+    cpu = time.process_time() + children_cpu()
     start = time.perf_counter()
     for _ in range(decisions):
         action = int(rng.choice(np.flatnonzero(info["action_mask"])))
@@ -45,7 +47,7 @@ def run_single(env: MemorySelectionEnv, decisions: int, seed: int = 0) -> tuple[
         if term or trunc:
             episodes += 1
             obs, info = env.reset()
-    return time.perf_counter() - start, decisions, episodes, time.process_time() - cpu
+    return time.perf_counter() - start, decisions, episodes, time.process_time() + children_cpu() - cpu
 
 
 def run_vector(
