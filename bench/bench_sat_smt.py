@@ -87,10 +87,12 @@ def folder_row(kind: str, folder: Path, limit: int | None) -> dict[str, Any]:
     if kind == "sat":
         tasks = load_satlib_tasks(root=folder, report=report)
         evaluator: Any = SatEvaluator()
+        evaluator.memo.size = 0  # time every check
         direct: Callable[[Task], str] = direct_sat
     else:
         tasks = load_smtlib_tasks(root=folder, report=report)
         evaluator, direct = SmtEvaluator(), direct_smt
+        evaluator.memo.size = 0  # time every check
     load_s = time.perf_counter() - t0
     tasks = tasks[:limit] if limit is not None else tasks
     counts: collections.Counter[str] = collections.Counter()
@@ -183,6 +185,7 @@ class PeakMemory:
 def section_probes(tmp: Path) -> None:
     print("\n2. Hostile corpus under the default bounds (SAT 30 s / 1 GB, SMT 60 s / 2 GB + 512 MB)")
     smt, sat = SmtEvaluator(), SatEvaluator()
+    smt.memo.size = sat.memo.size = 0  # time every check
     tried: collections.Counter[str] = collections.Counter()
     held: collections.Counter[str] = collections.Counter()
     worst: dict[str, tuple[float, float, str]] = {"sat": (0.0, 0.0, ""), "smt": (0.0, 0.0, "")}

@@ -217,6 +217,7 @@ def sql_groups(
 def _isolated_group(
     model: str, family: str, tasks: list[Task], evaluator: Any, raw: Callable[[Task], str], inproc: Any = None
 ) -> Group:
+    evaluator.memo.size = 0  # time every check (the verdict memo would answer the later rounds)
     return Group(
         model,
         family,

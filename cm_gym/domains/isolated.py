@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cm_gym.core.types import Action, AgentState, Outcome, Task
+from cm_gym.domains.check_memo import CheckMemo
 from cm_gym.evaluators.budgets import infrastructure, retry_once
 
 TASK_FIELDS = ("task_id", "domain", "prompt", "env_id", "reference", "context", "family")
@@ -108,6 +109,8 @@ class IsolatedChecks:
         self._worker: Any = None
         self.last_wall_s = 0.0
         self.last_peak_mb: float | None = None
+        #: kept verdicts (`cm_gym.domains.check_memo`; ``memo.size = 0`` turns it off)
+        self.memo = CheckMemo()
 
     def _get_worker(self) -> Any:
         if self._worker is None:
@@ -121,19 +124,30 @@ class IsolatedChecks:
 
     def check(self, task: Task, text: str) -> Outcome:
         """The engine's Outcome for (task, text), or a "budget" / "error" Outcome; a check the hang
-        guard stopped is retried once, then it is an "infrastructure" Outcome."""
-        return retry_once(lambda: self._check_once(task, text), f"{self.module} check")
+        guard stopped is retried once, then it is an "infrastructure" Outcome. A verdict the
+        worker returned is kept (`memo`) and a repeated check answered from it."""
+        plain = task_to_plain(task)
+        key = self.memo.key(plain, text)
+        kept = self.memo.get(key)
+        if kept is not None:
+            return kept
+        came_back: list[bool] = []
+        outcome = retry_once(lambda: self._check_once(plain, text, came_back), f"{self.module} check")
+        if came_back and came_back[-1]:
+            self.memo.put(key, outcome)
+        return outcome
 
-    def _check_once(self, task: Task, text: str) -> Outcome:
+    def _check_once(self, plain: dict[str, Any], text: str, came_back: list[bool]) -> Outcome:
         res = self._get_worker().call(
             "check",
             self.config,
-            task_to_plain(task),
+            plain,
             text,
             timeout=self.time_limit_s,
             cpu_budget_s=self.cpu_limit_s,
         )
         self.last_wall_s, self.last_peak_mb = res.wall_s, res.peak_rss_mb
+        came_back.append(res.ok)
         if res.ok:
             return outcome_from_plain(res.value)
         if res.status == "timeout":
@@ -156,16 +170,26 @@ class IsolatedChecks:
         return Outcome(0.0, False, reason, status, reason, {"cpu_limit_s": self.cpu_limit_s})
 
     def check_many(self, items: list[tuple[Task, str]]) -> list[Outcome]:
-        """Outcomes for many (task, text) pairs in one worker call when the whole batch ends
-        within one check's bounds; otherwise (or on any failure) one bounded call per pair."""
-        if len(items) > 1:
-            payload = [(task_to_plain(task), text) for task, text in items]
+        """Outcomes for many (task, text) pairs: kept verdicts from `memo`, the others in one
+        worker call when the whole batch ends within one check's bounds; otherwise (or on any
+        failure) one bounded call per pair."""
+        plains = [task_to_plain(task) for task, _ in items]
+        keys = [self.memo.key(plain, text) for plain, (_, text) in zip(plains, items, strict=True)]
+        out: list[Outcome | None] = [self.memo.get(key) for key in keys]
+        todo = [i for i, found in enumerate(out) if found is None]
+        if len(todo) > 1:
+            payload = [(plains[i], items[i][1]) for i in todo]
             res = self._get_worker().call(
                 "check_many", self.config, payload, timeout=self.time_limit_s, cpu_budget_s=self.cpu_limit_s
             )
-            if res.ok and isinstance(res.value, list) and len(res.value) == len(items):
-                return [outcome_from_plain(v) for v in res.value]
-        return [self.check(task, text) for task, text in items]
+            if res.ok and isinstance(res.value, list) and len(res.value) == len(todo):
+                for i, value in zip(todo, res.value, strict=True):
+                    out[i] = outcome_from_plain(value)
+                    self.memo.put(keys[i], out[i])
+                todo = []
+        for i in todo:
+            out[i] = self.check(*items[i])
+        return [o for o in out if o is not None]
 
     def close(self) -> None:
         """Stop the worker process (the next check starts a new one)."""
@@ -209,6 +233,11 @@ class IsolatedEvaluator:
     def close(self) -> None:
         """Stop the checking worker (the next check starts a new one)."""
         self._checks.close()
+
+    @property
+    def memo(self) -> CheckMemo:
+        """The kept verdicts of isolated checks (``memo.size = 0`` turns keeping off)."""
+        return self._checks.memo
 
     def check_many(self, state: AgentState, actions: Sequence[Action]) -> list[Outcome]:
         """The optional `Evaluator` batch: independent actions from one state (construction's
