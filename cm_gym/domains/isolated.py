@@ -16,6 +16,7 @@ the evaluator built with ``isolated=False`` checks in the worker and the Outcome
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -110,7 +111,8 @@ class IsolatedChecks:
         self.last_wall_s = 0.0
         self.last_peak_mb: float | None = None
         #: kept verdicts (`cm_gym.domains.check_memo`; ``memo.size = 0`` turns it off)
-        self.memo = CheckMemo()
+        scope = [module, self.config, self.cpu_limit_s, self.memory_mb]
+        self.memo = CheckMemo(json.dumps(scope, sort_keys=True, default=repr))
 
     def _get_worker(self) -> Any:
         if self._worker is None:

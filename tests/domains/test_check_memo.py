@@ -1,14 +1,18 @@
 """The SAT and SMT world models keep their verdicts (`cm_gym.domains.check_memo`): a repeated
 check is answered without a worker round trip and with the same Outcome; another text or task is
 a miss; a verdict whose worker call did not come back is never kept; the memo can be turned off,
-starts empty in a copy, and a batch sends only what is not kept. And the envs return exactly the
-same decisions with the memo as without it."""
+starts empty in a copy, and a batch sends only what is not kept. A fresh evaluator reads what an
+earlier one kept in the work memo (the same scope only), never for a file whose content changed,
+and checks again where a stored value does not decode. And the envs return exactly the same
+decisions with the memo as without it."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import pickle
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,7 +20,8 @@ import pytest
 
 import cm_gym  # noqa: F401  (registers the benchmarks)
 from cm_gym.core.types import Action, AgentState, Task
-from cm_gym.domains.isolated import IsolatedEvaluator
+from cm_gym.domains import check_memo
+from cm_gym.domains.isolated import IsolatedEvaluator, task_to_plain
 from cm_gym.domains.sat.evaluator import SatEvaluator
 from cm_gym.domains.sat.generated import generate_encoding_tasks
 from cm_gym.domains.smt.evaluator import SmtEvaluator
@@ -49,7 +54,10 @@ def _check(evaluator: IsolatedEvaluator, task: Task, text: str) -> Any:
 
 
 @pytest.fixture(params=sorted(KINDS))
-def kind(request: pytest.FixtureRequest) -> tuple[IsolatedEvaluator, list[Task]]:
+def kind(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> tuple[IsolatedEvaluator, list[Task]]:
+    monkeypatch.setenv("CM_GYM_WORK_MEMO", "0")  # in this process only, unless a test turns it on
     make, tasks = KINDS[request.param]
     evaluator = make()
     yield evaluator, tasks()
@@ -151,3 +159,79 @@ def test_env_decisions_are_identical_with_and_without_the_memo(benchmark: str) -
     without, no_hits = trace(memo=False)
     with_memo, hits = trace(memo=True)
     assert without == with_memo and no_hits == 0 and hits > 0
+
+
+def test_a_fresh_process_reads_the_verdicts_an_earlier_one_kept(
+    kind: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    evaluator, tasks = kind
+    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CM_GYM_WORK_MEMO", "1")
+    first = [_check(evaluator, t, t.reference) for t in tasks[:3]]
+    check_memo._work().close()  # as a new process: reopened, and read even if it was empty before
+    fresh = type(evaluator)()  # another evaluator: an empty memo in this process
+    try:
+        counting = _Counting(fresh, monkeypatch)
+        again = [_check(fresh, t, t.reference) for t in tasks[:3]]
+        assert counting.calls == [] and fresh.memo.stored_hits == 3
+        assert [_fields(o) for o in again] == [_fields(o) for o in first]
+        other = type(evaluator)(cpu_limit_s=7.0)  # another scope: nothing shared
+        try:
+            _check(other, tasks[0], tasks[0].reference)
+            assert other.memo.stored_hits == 0
+        finally:
+            other.close()
+    finally:
+        fresh.close()
+
+
+def test_a_changed_file_is_not_answered_from_the_memo(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from cm_gym.domains.sat.loader import load_satlib_tasks
+
+    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CM_GYM_WORK_MEMO", "1")
+    folder = tmp_path / "sat" / "tiny"
+    folder.mkdir(parents=True)
+    cnf = folder / "a.cnf"
+    cnf.write_text("p cnf 2 2\n1 2 0\n-1 2 0\n")
+    task = load_satlib_tasks(root=tmp_path / "sat")[0]
+    ev = SatEvaluator()
+    try:
+        assert _check(ev, task, task.reference).solved
+    finally:
+        ev.close()
+    check_memo._work().close()  # as a new process: reopened, and read even if it was empty before
+    cnf.write_text("p cnf 1 2\n1 0\n-1 0\n")  # now unsatisfiable: same path, other content
+    ev = SatEvaluator()
+    try:
+        outcome = _check(ev, task, task.reference)
+        assert ev.memo.stored_hits == 0 and outcome.details.get("verdict") == "unsat"
+    finally:
+        ev.close()
+
+
+def test_an_undecodable_stored_verdict_is_checked_again(
+    kind: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    evaluator, tasks = kind
+    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CM_GYM_WORK_MEMO", "1")
+    first = _check(evaluator, tasks[0], tasks[0].reference)
+    memo = check_memo._work()
+    memo.flush()
+    stored = evaluator.memo._stored_key(evaluator.memo.key(task_to_plain(tasks[0]), tasks[0].reference))
+    with sqlite3.connect(memo.path) as conn:
+        conn.execute("UPDATE memo SET value = ? WHERE key = ?", ('["not", "a verdict"]', stored))
+    memo.close()
+    fresh = type(evaluator)()
+    try:
+        again = _check(fresh, tasks[0], tasks[0].reference)
+        assert fresh.memo.stored_hits == 0 and _fields(again) == _fields(first)
+    finally:
+        fresh.close()
+
+
+def _fields(outcome: Any) -> tuple[Any, ...]:
+    return (outcome.score, outcome.solved, outcome.feedback, outcome.status, outcome.reason, outcome.details)

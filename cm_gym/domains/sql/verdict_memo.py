@@ -23,14 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cm_gym.core import boundedjson
 from cm_gym.core.types import Outcome
 from cm_gym.core.workmemo import enabled as work_memo_enabled
+from cm_gym.domains.verdict_codec import decode_outcome, encode_outcome
 
 if TYPE_CHECKING:
     from cm_gym.domains.sql._engine import Engine
@@ -42,7 +41,6 @@ logger = logging.getLogger(__name__)
 VERDICT_MEMO = 32_768
 #: databases larger than this are not hashed: their verdicts stay in this process
 MAX_HASHED_BYTES = 64 << 20
-_ATOMS = (str, int, float, bool, type(None))
 
 
 class VerdictMemo:
@@ -92,7 +90,7 @@ class VerdictMemo:
         from cm_gym.domains.sql.workmemo import sql_work
 
         data = sql_work().get(stored)
-        outcome = _decode(data) if data is not None else None
+        outcome = decode_outcome(data) if data is not None else None
         if outcome is not None:
             self.stored_hits += 1
             self._keep(key, outcome)
@@ -102,7 +100,7 @@ class VerdictMemo:
         """Keep a repeatable verdict (in memory and in the work memo)."""
         self._keep(key, outcome)
         stored = self._stored_key(key)
-        encoded = _encode(outcome) if stored is not None else None
+        encoded = encode_outcome(outcome) if stored is not None else None
         if stored is not None and encoded is not None:
             from cm_gym.domains.sql.workmemo import sql_work
 
@@ -152,27 +150,3 @@ def _file_digest(path: str) -> str | None:
     except OSError:
         return None
     return h.hexdigest()
-
-
-def _encode(outcome: Outcome) -> str | None:
-    """JSON of the Outcome's fields; None when a detail is not a plain value (not stored)."""
-    details = dict(outcome.details)
-    for value in details.values():
-        if not isinstance(value, _ATOMS) or (isinstance(value, float) and not math.isfinite(value)):
-            return None
-    fields = [outcome.score, outcome.solved, outcome.feedback, outcome.status, outcome.reason, details]
-    return json.dumps(fields, ensure_ascii=False)
-
-
-def _decode(data: bytes | str) -> Outcome | None:
-    try:
-        fields = boundedjson.loads(data, max_bytes=4 << 20, what="a stored verdict", expect=list)
-        score, solved, feedback, status, reason, details = fields
-        if not (isinstance(feedback, str) and isinstance(status, str) and isinstance(reason, str)
-                and isinstance(details, dict) and isinstance(solved, bool)
-                and isinstance(score, (int, float)) and not isinstance(score, bool)):  # fmt: skip
-            return None
-        return Outcome(score, solved, feedback, status, reason, details)
-    except (ValueError, TypeError):
-        logger.debug("undecodable stored SQL verdict; checked again")
-        return None
