@@ -110,6 +110,7 @@ class IsolatedChecks:
         self._worker: Any = None
         self.last_wall_s = 0.0
         self.last_peak_mb: float | None = None
+        self.local_checks = 0  # checks run in this process (`check_local`)
         #: kept verdicts (`cm_gym.domains.check_memo`; ``memo.size = 0`` turns it off)
         scope = [module, self.config, self.cpu_limit_s, self.memory_mb]
         self.memo = CheckMemo(json.dumps(scope, sort_keys=True, default=repr))
@@ -137,6 +138,18 @@ class IsolatedChecks:
         outcome = retry_once(lambda: self._check_once(plain, text, came_back), f"{self.module} check")
         if came_back and came_back[-1]:
             self.memo.put(key, outcome)
+        return outcome
+
+    def check_local(self, task: Task, text: str, local: Callable[[Task, str], Outcome]) -> Outcome:
+        """`local(task, text)` in this process, for a check its evaluator bounded a priori (no
+        round trip: `IsolatedEvaluator.bounded`), through the same kept verdicts as `check`."""
+        self.local_checks += 1
+        key = self.memo.key(task_to_plain(task), text) if self.memo.size > 0 else None
+        kept = self.memo.get(key)
+        if kept is not None:
+            return kept
+        outcome = local(task, text)
+        self.memo.put(key, outcome)
         return outcome
 
     def _check_once(self, plain: dict[str, Any], text: str, came_back: list[bool]) -> Outcome:
@@ -221,6 +234,12 @@ class IsolatedEvaluator:
         """The Outcome that refuses `text` without checking it (None: check it). Default: None."""
         return None
 
+    def bounded(self, task: Task, text: str) -> bool:
+        """Whether checking `text` for `task` is bounded before it runs, so that it may run in
+        this process without the worker's backstops (same verdict, no round trip). Default:
+        never."""
+        return False
+
     def check(self, state: AgentState, action: Action) -> Outcome:
         """Score `action` for `state.task` (never raises; never mutates the state)."""
         self.calls += 1
@@ -228,9 +247,11 @@ class IsolatedEvaluator:
         refused = self.refusal(text)
         if refused is not None:
             return refused
-        if self.isolated:
-            return self._checks.check(state.task, text)
-        return self.check_here(state.task, text)
+        if not self.isolated:
+            return self.check_here(state.task, text)
+        if self.bounded(state.task, text):
+            return self._checks.check_local(state.task, text, self.check_here)
+        return self._checks.check(state.task, text)
 
     def close(self) -> None:
         """Stop the checking worker (the next check starts a new one)."""
@@ -252,6 +273,11 @@ class IsolatedEvaluator:
         every reference of a folder."""
         self.calls += len(pairs)
         items = [(state.task, action.text) for state, action in pairs]
-        if self.isolated:
-            return self._checks.check_many(items)
-        return [self.check_here(task, text) for task, text in items]
+        if not self.isolated:
+            return [self.check_here(task, text) for task, text in items]
+        here = [self.bounded(task, text) for task, text in items]
+        out = iter(self._checks.check_many([item for item, h in zip(items, here, strict=True) if not h]))
+        return [
+            self._checks.check_local(task, text, self.check_here) if h else next(out)
+            for (task, text), h in zip(items, here, strict=True)
+        ]

@@ -32,6 +32,7 @@ INVALID = [
     ("SAT", "conflict_budget=2.5"),
     ("SAT", "conflict_budget=100000000000"),  # > 1000 x its default
     ("SAT", "isolated=0"),
+    ("SAT", "isolation=none"),  # SAT has isolated=false for that: the evaluator refuses it
     ("SQL", "no_such_option=1"),
     ("SQL", "instances=-1"),  # more variants only strengthen, but the range still holds
     ("SQL", "instances=5000"),  # default 0 ("off") scales the absurd check as 1
@@ -61,6 +62,7 @@ SAFE = [
     ("SQL", "step_budget=1000", {"step_budget": 1000}),
     ("SAT", "conflict_budget=7", {"conflict_budget": 7}),
     ("SAT", "isolated=true", {"isolated": True}),
+    ("SAT", "isolation=worker", {"isolation": "worker"}),  # every check in the worker: stronger
     ("SMT", "rlimit=100000", {"rlimit": 100000}),
     ("SQL", "instances=10", {"instances": 10}),  # checks on more database variants: stronger
     ("SQL", "instance_seed=7", {"instance_seed": 7}),

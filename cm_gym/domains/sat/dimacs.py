@@ -9,6 +9,7 @@ repeats one clause a million times costs the solver one clause.
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from dataclasses import dataclass, replace
@@ -244,7 +245,23 @@ def read_dimacs_text(path: str | Path) -> str:
         raise DimacsError(f"cannot read DIMACS file {exc}") from None
 
 
-@lru_cache(maxsize=256)
+def file_state(path: str) -> tuple[int, int] | None:
+    """(size, modification time in ns) of a file, or None when it cannot be stat'ed: what the
+    per-process caches of parsed files are keyed by besides the path, so that a file rewritten in
+    place is read again."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
 def cached_cnf(path: str) -> Cnf:
-    """`read_dimacs` with a small per-process cache (the evaluator re-checks the same files)."""
+    """`read_dimacs` with a small per-process cache keyed by the file's path and state
+    (`file_state`): the evaluator re-checks the same files, and sees a rewritten one anew."""
+    return _cnf_at(path, file_state(path))
+
+
+@lru_cache(maxsize=256)
+def _cnf_at(path: str, state: tuple[int, int] | None) -> Cnf:
     return read_dimacs(path)

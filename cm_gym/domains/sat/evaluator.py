@@ -13,7 +13,9 @@ conflicts bound a solver's search (the verdict's budget, ``details["budget_kind"
 "sat-conflicts"), not the time one propagation round over a huge clause set takes, so a CPU-time
 backstop (`cpu_limit_s`, status "budget") and a memory cap (`memory_mb`, status "budget") bound
 the rest, and a wall-clock hang guard far above them (`time_limit_s`) stops a check the machine
-starved (status "infrastructure", retried once; `cm_gym.evaluators.budgets`).
+starved (status "infrastructure", retried once; `cm_gym.evaluators.budgets`). A solver task's
+check whose work is bounded before it runs (small file, small conflict budget: `bounds.py`) runs
+in this process instead, with the same verdict and without the round trip (``isolation="auto"``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from typing import Any
 
 from cm_gym.core.types import CmGymError, Outcome, Task
 from cm_gym.domains.isolated import IsolatedChecks, IsolatedEvaluator
-from cm_gym.domains.sat.dimacs import cached_cnf
+from cm_gym.domains.sat.bounds import bounded_solver_check
+from cm_gym.domains.sat.dimacs import cached_cnf, file_state
 from cm_gym.domains.sat.encoding import CompiledEncoding, compile_encoding
 from cm_gym.domains.sat.errors import EncodingTooLarge, SolverConfigError, SolverRefused
 from cm_gym.domains.sat.problems import Family, family
@@ -51,11 +54,19 @@ SHOWN_VIOLATIONS = 4
 CPU_LIMIT_S = 30.0
 TIME_LIMIT_S = 300.0
 MEMORY_MB = 1024
+#: "auto": checks bounded before they run (`bounds.py`) in this process, the rest in the worker;
+#: "worker": every check in the worker (``isolated=False``: every check in this process)
+ISOLATION_MODES = ("auto", "worker")
+
+
+def _instance(path: str) -> tuple[int, list[list[int]], ClauseIndex | None]:
+    """A DIMACS file's variable count, clauses and vectorised clause index (cached per process and
+    file state: a file rewritten in place is read again)."""
+    return _instance_at(path, file_state(path))
 
 
 @lru_cache(maxsize=256)
-def _instance(path: str) -> tuple[int, list[list[int]], ClauseIndex | None]:
-    """A DIMACS file's variable count, clauses and vectorised clause index (cached per process)."""
+def _instance_at(path: str, state: tuple[int, int] | None) -> tuple[int, list[list[int]], ClauseIndex | None]:
     cnf = cached_cnf(path)
     clauses = cnf.clauses()
     return cnf.n_vars, clauses, ClauseIndex.build(cnf.n_vars, clauses)
@@ -79,7 +90,9 @@ class SatEvaluator(IsolatedEvaluator):
     it. Solver-kind tasks use the budget in the action, capped by the task's allowance.
     `cpu_limit_s` and `memory_mb` bound each check's CPU time and memory, `time_limit_s` is its
     wall-clock hang guard; `isolated=False` runs checks in this process without those bounds
-    (what the worker itself does).
+    (what the worker itself does). `isolation` "auto" (default) runs a solver task's check in this
+    process when its work is bounded before it runs (`cm_gym.domains.sat.bounds`: small file,
+    small conflict budget; the verdict is the worker's), "worker" sends every check to the worker.
     """
 
     def __init__(
@@ -90,7 +103,12 @@ class SatEvaluator(IsolatedEvaluator):
         memory_mb: int = MEMORY_MB,
         isolated: bool = True,
         cpu_limit_s: float = CPU_LIMIT_S,
+        isolation: str = "auto",
     ) -> None:
+        if isolation not in ISOLATION_MODES:
+            raise SolverConfigError(
+                f"isolation must be one of {', '.join(ISOLATION_MODES)}, got {isolation!r}"
+            )
         if encoding_solver not in BUDGET_SOLVERS or int(conflict_budget) <= 0:
             raise SolverConfigError(
                 f"encoding_solver must be one of {', '.join(BUDGET_SOLVERS)} and conflict_budget positive"
@@ -99,7 +117,7 @@ class SatEvaluator(IsolatedEvaluator):
             raise SolverConfigError("time_limit_s, cpu_limit_s and memory_mb must be positive")
         self.encoding_config = SolverConfig(encoding_solver, "default", False, int(conflict_budget))
         self.calls = 0
-        self.isolated = bool(isolated)
+        self.isolated, self.isolation = bool(isolated), isolation
         config = {"conflict_budget": int(conflict_budget), "encoding_solver": encoding_solver}
         self._checks = IsolatedChecks(
             "cm_gym.domains.sat.engine",
@@ -114,6 +132,11 @@ class SatEvaluator(IsolatedEvaluator):
         if len(text) > MAX_ACTION_CHARS:
             return _fail("refused", f"the action has {len(text)} characters; the limit is {MAX_ACTION_CHARS}")
         return None
+
+    def bounded(self, task: Task, text: str) -> bool:
+        """With ``isolation="auto"``: a solver task's check whose work is bounded before it runs
+        (`bounds.bounded_solver_check`) runs in this process, with the worker's verdict."""
+        return self.isolation == "auto" and bounded_solver_check(task, text)
 
     def check_here(self, task: Task, text: str) -> Outcome:
         """The check itself, in this process (no wall-clock or memory bound of its own)."""
