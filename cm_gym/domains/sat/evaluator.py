@@ -38,6 +38,7 @@ from cm_gym.domains.sat.solver import (
     BUDGET_SOLVERS,
     ClauseIndex,
     SolverConfig,
+    SolveResult,
     falsified_clauses,
     parse_config,
     solve,
@@ -77,6 +78,18 @@ def compiled_encoding(fam: str, params_json: str, text: str) -> CompiledEncoding
     """Compile `text` for one problem, cached: compilation is deterministic and the result is
     never mutated, and agents re-submit the same encoding often (drafts, revisions, builds)."""
     return compile_encoding(text, family(fam).signature(json.loads(params_json)))
+
+
+def past_budget(solver: str, budget: int, result: SolveResult, usual: str) -> str:
+    """The reason of a solve that gave no answer within its conflict budget: `usual`, or why a
+    decision reached past the budget does not count (`solver.solve`)."""
+    conflicts = result.conflicts
+    if result.past_budget:
+        return (
+            f"{solver} decided only after {conflicts} conflicts, past its budget of {budget} "
+            "(it checks the budget between restarts only): no answer within the budget"
+        )
+    return usual
 
 
 def _fail(status: str, reason: str, **details: Any) -> Outcome:
@@ -201,7 +214,8 @@ class SatEvaluator(IsolatedEvaluator):
             **budget_details(SAT_CONFLICTS, cfg.budget, result.conflicts),
         }
         if result.verdict == "unknown":
-            return _fail("budget", f"the solver hit its budget of {cfg.budget} conflicts", **details)
+            usual = f"the solver hit its budget of {cfg.budget} conflicts"
+            return _fail("budget", past_budget(cfg.solver, cfg.budget, result, usual), **details)
         if result.verdict == "unsat":
             if expected == "unsat":
                 return Outcome(
@@ -251,9 +265,8 @@ class SatEvaluator(IsolatedEvaluator):
             **budget_details(SAT_CONFLICTS, config.budget, result.conflicts),
         }
         if result.verdict == "unknown":
-            return _fail(
-                "budget", f"{config.solver} gave no answer within {config.budget} conflicts", **details
-            )
+            usual = f"{config.solver} gave no answer within {config.budget} conflicts"
+            return _fail("budget", past_budget(config.solver, config.budget, result, usual), **details)
         if result.verdict == "unsat":
             return Outcome(1.0, True, f"UNSAT within {result.conflicts} conflicts.", details=details)
         assert result.model is not None

@@ -179,3 +179,27 @@ def test_solvers_checked_here_keep_their_budget_and_glucose_goes_to_the_worker(t
     task = task_for(tmp_path, "r40.cnf", random_3sat(40, 150, 1), 500)
     assert not bounded_solver_check(task, "solver: glucose4\nbudget: 50")
     assert bounded_solver_check(task, "solver: minisat22\nbudget: 50")
+
+
+def test_a_decision_past_the_budget_is_a_budget_verdict(tmp_path: Path) -> None:
+    """Glucose decides long after its budget: that decision does not count (`solver.solve`). No
+    other solver ever decides past its budget, so the rule changes none of their verdicts."""
+    from pysat.solvers import Solver
+
+    text = random_3sat(200, 852, 200)
+    clauses = [[int(x) for x in line.split()[:-1]] for line in text.splitlines()[1:]]
+    for name in BUDGET_SOLVERS:
+        for budget in (5, 50, 157):
+            with Solver(name=name, bootstrap_with=clauses) as raw:
+                raw.conf_budget(budget)
+                answer = raw.solve_limited()
+                conflicts = int(raw.accum_stats()["conflicts"])
+            if name not in OVERSHOOTING_SOLVERS:
+                assert answer is None or conflicts <= budget, (name, budget, conflicts)
+    task = task_for(tmp_path, "r200.cnf", text, 50)
+    for ev in evaluators():
+        glucose = ev.check(AgentState(task), Action("solver: glucose4\nbudget: 50"))
+        assert glucose.status == "budget" and not glucose.solved and "past its budget of 50" in glucose.reason
+        assert glucose.details["conflicts"] > 50 and glucose.details["verdict"] == "unknown"
+        minisat = ev.check(AgentState(task), Action("solver: minisat22\nbudget: 50"))
+        assert minisat.status == "budget" and minisat.reason == "minisat22 gave no answer within 50 conflicts"
