@@ -203,3 +203,21 @@ def test_a_decision_past_the_budget_is_a_budget_verdict(tmp_path: Path) -> None:
         assert glucose.details["conflicts"] > 50 and glucose.details["verdict"] == "unknown"
         minisat = ev.check(AgentState(task), Action("solver: minisat22\nbudget: 50"))
         assert minisat.status == "budget" and minisat.reason == "minisat22 gave no answer within 50 conflicts"
+
+
+def test_a_special_or_swapped_file_is_never_read_here(tmp_path: Path) -> None:
+    """The bound reads the task's file in this process: a FIFO (which would block an open) or a
+    symlink to a file over the size cap must send the check to the worker, without blocking."""
+    import dataclasses
+    import os
+
+    task = task_for(tmp_path, "php.cnf", PHP_CNF, 50)
+    fifo = tmp_path / "pipe.cnf"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.cnf"
+    big.write_text("c " + "x" * MAX_FILE_BYTES + "\n" + PHP_CNF)
+    link = tmp_path / "link.cnf"
+    link.symlink_to(big)
+    for path in (fifo, link):
+        moved = dataclasses.replace(task, meta={**task.meta, "path": str(path)})
+        assert not bounded_solver_check(moved, "solver: minisat22\nbudget: 10")
