@@ -156,6 +156,16 @@ class BaseAgent:
         ``pure_replies``) skips the call but leaves the agent as the call would have."""
         self._draft_mark = (draft, mark)
 
+    def marks(self) -> tuple[tuple[str, str], str]:
+        """The provenance marks this agent keeps between calls (its last draft with its reply's
+        mark, and its last revision's mark): what a caller replaying a memoised decision of a pure
+        LLM saves (`restore_marks`) so that the agent ends as the calls would have left it."""
+        return self._draft_mark, self._revision_mark
+
+    def restore_marks(self, marks: tuple[tuple[str, str], str]) -> None:
+        """Set the marks `marks` saved."""
+        self._draft_mark, self._revision_mark = marks
+
     def apply_transform(self, state: AgentState, draft: str, record: RecordView) -> str:
         """``revise="transform"``: the record's transform applied to the draft (reference blanked),
         or the draft unchanged when the record has none or it does not fit. No LLM call."""

@@ -26,6 +26,7 @@ REBUILT = frozenset(
         "_retriever",
         "_first_decisions",  # memos (`envs._observation`), refilled on use
         "_record_views",
+        "_transitions",  # (`envs._transitions`)
     }
 )
 

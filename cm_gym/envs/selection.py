@@ -34,6 +34,7 @@ from cm_gym.envs._pickling import RebuildOnUnpickle
 from cm_gym.envs._profiling import TimedEvaluator, TimedLLM, Timings
 from cm_gym.envs._render import RenderMixin
 from cm_gym.envs._reward import decision_reward
+from cm_gym.envs._transitions import TransitionMixin
 from cm_gym.llm.base import LLM
 from cm_gym.memory.embedding import Embedder
 from cm_gym.memory.retrieval import Retriever
@@ -43,7 +44,12 @@ __all__ = ["InvalidActionError", "MemorySelectionEnv"]
 
 
 class MemorySelectionEnv(
-    ObservationMixin, AnalysisMixin, RenderMixin, RebuildOnUnpickle, gym.Env[np.ndarray, np.int64]
+    ObservationMixin,
+    TransitionMixin,
+    AnalysisMixin,
+    RenderMixin,
+    RebuildOnUnpickle,
+    gym.Env[np.ndarray, np.int64],
 ):
     """Selector environment of CounterMem (paper Section 3.4, Appendix C; SPEC §4).
 
@@ -304,6 +310,7 @@ class MemorySelectionEnv(
         self._mask = F.mask_for(0, self.action_space_name)
         self._obs = np.zeros(self.obs_dim, dtype=np.float32)
         self._shown: set[str] = set()  # records used at earlier decisions of this episode
+        self._path: tuple[Any, ...] = ()  # the episode's decisions so far (`_transitions`)
 
     def _next_task(self, options: Mapping[str, Any] | None, seeded: bool) -> Task:
         if options and options.get("task_id") is not None:
@@ -367,11 +374,18 @@ class MemorySelectionEnv(
             raise CmGymError("step() called on a finished episode: call reset() first")
         a, invalid = self._resolve_action(action)
         start = time.perf_counter()
-        result = self._step(a, invalid)
+        entry = self._path_entry(a, invalid)
+        key = self._transition_key(entry)
+        result = self._replay(key)
+        if result is None:
+            result = self._step(a, invalid, key)
+        self._path = (*self._path, entry)
         self.timings.add("total", time.perf_counter() - start)
         return result
 
-    def _step(self, a: int, invalid: bool) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+    def _step(
+        self, a: int, invalid: bool, key: tuple[Any, ...] | None = None
+    ) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         assert self._state is not None
         retrieved, draft, before = self._retrieved, self._draft, self._state
         counterfactual = self.counterfactual_table() if self.counterfactuals_in_info else None
@@ -437,6 +451,8 @@ class MemorySelectionEnv(
         if counterfactual is not None:  # opt-in: every valid action's outcome, from the same state
             info["counterfactual"] = counterfactual
             info["counterfactual_regret"] = max(c["reward"] for c in counterfactual.values()) - reward
+        statuses = (decision.outcome.status,) + ((draft_outcome.status,) if draft_outcome is not None else ())
+        self._keep_transition(key, statuses, float(reward), terminated, info)
         return self._obs.copy(), float(reward), terminated, False, info
 
     @property
