@@ -112,6 +112,24 @@ def test_caps_and_types() -> None:
         list(boundedjson.iter_lines('{"a": 1}\n[1]\n'))
 
 
+@pytest.mark.parametrize("as_bytes", [False, True])
+@pytest.mark.parametrize("max_depth", [1, 3, 8])
+def test_the_depth_cap_is_exact_whether_or_not_counting_brackets_settles_it(
+    as_bytes: bool, max_depth: int
+) -> None:
+    """`loads` skips the depth scan when the text opens no more brackets than the cap; with many
+    brackets inside strings it scans: either way exactly depth <= cap is accepted."""
+    for depth in (max_depth, max_depth + 1):
+        nested = "[" * depth + "1" + "]" * depth
+        for text in (nested, '{"s": "' + "[{" * 50 + '", "v": ' + nested[1:-1].join("[]") + "}"):
+            data = text.encode() if as_bytes else text
+            if depth + (text[0] == "{") <= max_depth:
+                assert boundedjson.loads(data, max_depth=max_depth) == json.loads(text)
+            else:
+                with pytest.raises(BoundedJSONError, match="nested deeper"):
+                    boundedjson.loads(data, max_depth=max_depth)
+
+
 def test_load_file_refuses_fifos_folders_and_oversized_sparse_files(tmp_path: Path) -> None:
     sparse = tmp_path / "environment.json"
     with open(sparse, "wb") as fh:
