@@ -179,3 +179,47 @@ def test_unresolvable_task_is_a_clear_error(toy: list[Task]) -> None:
         llm.complete(DRAFT_ACTION, strings)
     with pytest.raises(LLMError):
         SimulatedLLM().complete(DRAFT_ACTION, strings)  # no lookup at all
+
+
+@pytest.mark.parametrize(
+    "digest",
+    [
+        bytes(16),
+        bytes(15) + b"\x01",
+        bytes(4) + b"\x80" + bytes(11),
+        b"\x00\x00\x00\x01" + bytes(12),
+        bytes(range(16)),
+    ]
+    + [bytes.fromhex(f"{k:02x}" * 16) for k in (0x5A, 0xFF)],
+)
+def test_seed_words_give_the_integer_seeds_stream(digest: bytes) -> None:
+    """`stable_rng` hands numpy the digest's 32-bit words, not the integer: the same entropy, so
+    the same draws, for digests whose high words are zero too (numpy drops those from an int)."""
+    import numpy as np
+
+    from cm_gym.llm.simulated import _seed_words
+
+    as_int = np.random.default_rng(int.from_bytes(digest, "big"))
+    as_words = np.random.default_rng(_seed_words(digest))
+    assert as_words.integers(0, 2**63, 16).tolist() == as_int.integers(0, 2**63, 16).tolist()
+
+
+def test_memoised_draws_are_the_seeded_generators(toy: list[Task]) -> None:
+    """`active_slips` and the fix draws read memoised uniforms: the very draws of the seeded
+    generators the draft model made before (one per operator, in order; one per fix attempt)."""
+    from cm_gym.llm.simulated import stable_rng
+
+    llm = SimulatedLLM(seed=3)
+    for task in toy:
+        ops = llm._error_model(task.domain).operators
+        rng = stable_rng(3, "slips", task.task_id)
+        expected = [op.name for op in ops if rng.random() < op.probability(task)]
+        for _ in range(2):  # drawn, then memoised
+            assert [op.name for op in llm.active_slips(task)] == expected
+        for op in ops:
+            for fails in (1, 3):
+                fixed = any(
+                    stable_rng(3, "fix", task.task_id, op.name, i).random() < 0.45
+                    for i in range(1, fails + 1)
+                )
+                assert llm._fixed(task, op, fails, 0.45) is fixed
