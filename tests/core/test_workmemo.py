@@ -171,3 +171,55 @@ def test_the_file_stops_growing_at_its_cap(cache: Path, monkeypatch: pytest.Monk
     later.put(memo_key("k", "new"), "new")
     later.flush()
     assert later.get(memo_key("k", "new")) is None and later.get(memo_key("k", "4")) == "4"
+
+
+def _statements(memo: WorkMemo) -> list[str]:
+    """The SQL statements `memo`'s open connection runs from now on."""
+    assert memo._conn is not None
+    seen: list[str] = []
+    memo._conn.set_trace_callback(seen.append)
+    return seen
+
+
+def test_a_small_file_is_read_once_and_answered_from_memory(cache: Path) -> None:
+    writer = WorkMemo("t", "preload")
+    for i in range(10):
+        writer.put(memo_key("up", f"k{i}"), f"K{i}")
+    writer.flush()
+    reader = WorkMemo("t", "preload")
+    assert reader.get(memo_key("up", "k0")) == "K0"  # opens the file: one scan
+    statements = _statements(reader)
+    assert [reader.get(memo_key("up", f"k{i}")) for i in range(10)] == [f"K{i}" for i in range(10)]
+    assert statements == []  # no lookup for what the scan read
+    writer.put(memo_key("up", "late"), "LATE")  # another process writes after the scan
+    writer.flush()
+    assert reader.get(memo_key("up", "late")) == "LATE" and len(statements) == 1
+    assert reader.get(memo_key("up", "never")) is None and reader.hits == 12
+
+
+def test_a_file_over_the_preload_cap_is_looked_up(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writer = WorkMemo("t", "big")
+    writer.put(memo_key("up", "a"), "A")
+    writer.flush()
+    monkeypatch.setattr(workmemo, "PRELOAD_BYTES", 0)
+    reader = WorkMemo("t", "big")
+    assert reader.get(memo_key("up", "a")) == "A" and not reader._loaded
+    statements = _statements(reader)
+    assert reader.get(memo_key("up", "a")) == "A" and len(statements) == 1
+
+
+def test_another_cache_folder_is_never_answered_from_the_first_ones_copy(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for folder, value in ((cache, "FIRST"), (tmp_path / "other", "OTHER")):
+        monkeypatch.setenv("CM_GYM_CACHE", str(folder))
+        writer = WorkMemo("t", "roots")
+        writer.put(memo_key("up", "k"), value)
+        writer.put(memo_key("up", f"only-{value}"), value)
+        writer.close()
+    memo = WorkMemo("t", "roots")  # CM_GYM_CACHE is the other folder now
+    assert memo.get(memo_key("up", "k")) == "OTHER"
+    monkeypatch.setenv("CM_GYM_CACHE", str(cache))
+    assert memo.get(memo_key("up", "k")) == "FIRST" and memo.get(memo_key("up", "only-OTHER")) is None
+    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "empty"))  # a folder with no memo yet
+    assert memo.get(memo_key("up", "k")) is None and memo.get(memo_key("up", "only-FIRST")) is None
