@@ -195,3 +195,22 @@ def test_the_memo_is_bounded(task_ids: list[str], monkeypatch: pytest.MonkeyPatc
         env.reset(options={"task_id": task_id})
         env.step(0)
         assert len(env.__dict__["_transitions"]) <= 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("benchmark", ["SAT", "SMT"])
+def test_replays_are_exact_on_the_solver_domains(benchmark: str) -> None:
+    """The same on SAT and SMT, whose checks run in a killable worker and whose verdicts carry
+    solver budgets: replayed decisions equal decided ones, and the memo was used."""
+    memo = MemorySelectionEnv(benchmark=benchmark, max_decisions=3)
+    plain = MemorySelectionEnv(benchmark=benchmark, max_decisions=3, llm=_OpaqueLLM(SimulatedLLM(seed=0)))
+    ids = [t.task_id for t in memo.tasks[:4]]
+    try:
+        counts = _counting(memo)
+        assert _trace(memo, ids, _first_valid, rounds=2) == _trace(plain, ids, _first_valid, rounds=2)
+        first = dict(counts)
+        _trace(memo, ids, _first_valid, rounds=2)
+        assert memo.__dict__.get("_transitions") and counts["llm"] < 2 * first["llm"]
+    finally:
+        memo.close()
+        plain.close()
