@@ -20,20 +20,9 @@ import pytest
 
 import cm_gym  # noqa: F401  (registers the benchmarks)
 from cm_gym.envs.selection import MemorySelectionEnv
-from cm_gym.llm.base import REVISE_WITH_RECORD, Completion
+from cm_gym.llm.base import REVISE_WITH_RECORD
 from cm_gym.llm.simulated import SimulatedLLM
-
-
-class _OpaqueLLM:
-    """The simulator behind a wrapper that does not declare its replies pure: no memo."""
-
-    name = "simulated"
-
-    def __init__(self, inner: SimulatedLLM) -> None:
-        self.inner = inner
-
-    def complete(self, template: str, fields: Mapping[str, Any]) -> Completion:
-        return self.inner.complete(template, fields)
+from tests.envs.opaque_llm import OpaqueLLM
 
 
 def _trace(env: MemorySelectionEnv, task_ids: list[str], rounds: int = 3) -> list[Any]:
@@ -69,7 +58,7 @@ def task_ids() -> list[str]:
 @pytest.mark.parametrize("layout", ["paper", "extended"])
 def test_first_decision_memo_replays_the_uncached_decision(task_ids: list[str], layout: str) -> None:
     memo = MemorySelectionEnv(benchmark="SQL", obs_layout=layout)
-    plain = MemorySelectionEnv(benchmark="SQL", obs_layout=layout, llm=_OpaqueLLM(SimulatedLLM(seed=0)))
+    plain = MemorySelectionEnv(benchmark="SQL", obs_layout=layout, llm=OpaqueLLM(SimulatedLLM(seed=0)))
     assert _trace(memo, task_ids) == _trace(plain, task_ids)
     assert len(memo.__dict__.get("_first_decisions", {})) == len(task_ids)  # one per task, reused
     assert not plain.__dict__.get("_first_decisions")  # an LLM that does not say it is pure

@@ -22,18 +22,7 @@ from cm_gym.envs import _transitions
 from cm_gym.envs.selection import MemorySelectionEnv
 from cm_gym.llm.base import Completion
 from cm_gym.llm.simulated import SimulatedLLM
-
-
-class _OpaqueLLM:
-    """The simulator behind a wrapper that does not declare its replies pure: no memo."""
-
-    name = "simulated"
-
-    def __init__(self, inner: SimulatedLLM) -> None:
-        self.inner = inner
-
-    def complete(self, template: str, fields: Mapping[str, Any]) -> Completion:
-        return self.inner.complete(template, fields)
+from tests.envs.opaque_llm import OpaqueLLM
 
 
 def _counting(env: MemorySelectionEnv) -> dict[str, int]:
@@ -117,7 +106,7 @@ def test_replayed_decisions_equal_the_decided_ones(
     task_ids: list[str], kwargs: dict[str, Any], policy: Callable[[int, int, np.ndarray], int]
 ) -> None:
     memo = MemorySelectionEnv(benchmark="SQL", **kwargs)
-    plain = MemorySelectionEnv(benchmark="SQL", llm=_OpaqueLLM(SimulatedLLM(seed=0)), **kwargs)
+    plain = MemorySelectionEnv(benchmark="SQL", llm=OpaqueLLM(SimulatedLLM(seed=0)), **kwargs)
     counts = _counting(memo)
     assert _trace(memo, task_ids, policy) == _trace(plain, task_ids, policy)
     assert memo.__dict__.get("_transitions"), "nothing was memoised"
@@ -203,7 +192,7 @@ def test_replays_are_exact_on_the_solver_domains(benchmark: str) -> None:
     """The same on SAT and SMT, whose checks run in a killable worker and whose verdicts carry
     solver budgets: replayed decisions equal decided ones, and the memo was used."""
     memo = MemorySelectionEnv(benchmark=benchmark, max_decisions=3)
-    plain = MemorySelectionEnv(benchmark=benchmark, max_decisions=3, llm=_OpaqueLLM(SimulatedLLM(seed=0)))
+    plain = MemorySelectionEnv(benchmark=benchmark, max_decisions=3, llm=OpaqueLLM(SimulatedLLM(seed=0)))
     ids = [t.task_id for t in memo.tasks[:4]]
     try:
         counts = _counting(memo)
