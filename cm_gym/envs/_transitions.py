@@ -67,12 +67,8 @@ def _copied(value: Any) -> Any:
     return dict(value)
 
 
-def _cost(values: tuple[int, ...]) -> Cost:
-    return Cost(*values)
-
-
 class TransitionMixin:
-    """`_transition_key`, `_replay` and `_keep_transition` for `MemorySelectionEnv.step`."""
+    """`_path_entry`, `_transition_key`, `_replay` and `_keep_transition` for `MemorySelectionEnv.step`."""
 
     _task: Any
     _agent: Any
@@ -143,7 +139,7 @@ class TransitionMixin:
         self._shown = set(hit.shown)
         self._done = hit.done
         self._retrieved = list(hit.retrieved)
-        self._draft, self._draft_cost = hit.draft, _cost(hit.draft_cost)
+        self._draft, self._draft_cost = hit.draft, Cost(*hit.draft_cost)
         self._agent.restore_marks(hit.marks)
         self._obs, self._mask = hit.obs, hit.mask
         info = dict(hit.info)
