@@ -3,16 +3,20 @@
 first decisions — the regime a short training run lives in (issue 35).
 
 Each measurement is its own Python process with ``PYTHONPATH`` at one tree: the working tree (A)
-or ``git archive REV`` unpacked into a temporary folder (B). Both use one fresh temporary
-``CM_GYM_CACHE`` (the default store each tree builds is cached under its own key; the build is
-outside the timing). The rate is decisions per CPU-second of that process and its checking
+or ``git archive REV`` unpacked into a temporary folder (B). Each tree has its own fresh
+temporary ``CM_GYM_CACHE`` (its default store is built there outside the timing): two trees
+whose work memos share a version (an unchanged package) never read each other's, and deleting
+one's memo never empties the other's. The rate is decisions per CPU-second of that process and its checking
 workers (from ``/proc``; random valid actions, seeded), which other processes' load distorts far less than wall time; the ratio A/B is printed
 per pair and as the median over pairs.
 
-A is measured twice per pair: *warm*, with the persistent work memo (`cm_gym.core.workmemo`) that
-one earlier process with another seed left in the cache — every process after the first on a
-machine — and *cold*, with the memo folder deleted first — the first process ever (it still
-writes the memo).
+Each tree is measured twice per pair: *warm*, with the persistent work memo
+(`cm_gym.core.workmemo`) that the tree's previous process (another seed) left in its cache —
+every process after the first on a machine — and *cold*, with the memo folder deleted first — the
+first process ever (it still writes the memo). A/B is printed warm against warm and cold against
+cold; a commit without the memo has warm = cold. (Until the seventh round both trees shared one
+cache: B read A's memo files whose version it shared — the embeddings' — and A's cold run deleted
+B's memo, so B was neither warm nor cold.)
 """
 
 from __future__ import annotations
@@ -102,37 +106,40 @@ def _measure(tree: Path, env_id: str, decisions: int, seed: int, cache: Path) ->
 
 
 def compare(rev: str, env_ids: list[str], decisions: int, pairs: int) -> None:
-    """Print, per env id and pair, decisions per CPU-second of A warm, A cold and B (`rev`), and
-    the ratios A/B."""
+    """Print, per env id and pair, decisions per CPU-second of A and B (`rev`), each warm and
+    cold, and the ratios A/B warm and A/B cold."""
     repo = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory(prefix="cm_gym_rev_") as tmp:
         sha = _unpack(rev, repo, Path(tmp))
-        cache = Path(tmp) / "cache"
         trees = {"A": repo, "B": Path(tmp) / "tree"}
+        caches = {name: Path(tmp) / f"cache-{name}" for name in trees}
         print(
             f"A = working tree {repo}, B = {rev} ({sha}); {decisions} decisions from a fresh gym.make, "
-            f"{pairs} pairs; A warm = with the work memo earlier processes left, A cold = memo deleted first"
+            f"{pairs} pairs; warm = with the work memo the tree's previous run (another seed) left, "
+            "cold = that memo deleted first (a tree without one: warm = cold)"
         )
         for env_id in env_ids:
-            for tree in trees.values():  # first make of each tree builds its default store: untimed
-                _measure(tree, env_id, 1, 0, cache)
-            _measure(repo, env_id, decisions, 10_000, cache)  # A's memo: what one earlier run leaves
+            for name, tree in trees.items():  # the first make builds the default store: untimed
+                _measure(tree, env_id, 1, 0, caches[name])
+                _measure(tree, env_id, decisions, 10_000, caches[name])  # the memo one run leaves
             warm, cold = [], []
             for i in range(pairs):
                 rates = {}
-                # A cold last: it deletes the memo and leaves its own, so A warm always reads what
-                # one run with another seed left (pair 0: seed 10,000's)
-                order = ("A warm", "B", "A cold") if i % 2 == 0 else ("B", "A warm", "A cold")
-                for name in order:
-                    if name == "A cold":
-                        shutil.rmtree(cache / "work", ignore_errors=True)
-                    m = _measure(trees[name[0]], env_id, decisions, i, cache)
-                    rates[name] = decisions / m["cpu"]
-                warm.append(rates["A warm"] / rates["B"])
-                cold.append(rates["A cold"] / rates["B"])
+                # each tree's cold run comes after its warm one: it deletes the memo and leaves its
+                # own, so every warm run reads what one run with another seed left
+                sides = ("A", "B") if i % 2 == 0 else ("B", "A")
+                for kind in ("warm", "cold"):
+                    for name in sides:
+                        if kind == "cold":
+                            shutil.rmtree(caches[name] / "work", ignore_errors=True)
+                        m = _measure(trees[name], env_id, decisions, i, caches[name])
+                        rates[f"{name} {kind}"] = decisions / m["cpu"]
+                warm.append(rates["A warm"] / rates["B warm"])
+                cold.append(rates["A cold"] / rates["B cold"])
                 print(
-                    f"{env_id:24s} pair {i}: A warm {rates['A warm']:7.1f}/CPU-s  A cold {rates['A cold']:7.1f}/CPU-s"
-                    f"  B {rates['B']:7.1f}/CPU-s  A/B warm {warm[-1]:.2f} cold {cold[-1]:.2f}"
+                    f"{env_id:24s} pair {i}: A warm {rates['A warm']:7.1f}  B warm {rates['B warm']:7.1f}  "
+                    f"A cold {rates['A cold']:7.1f}  B cold {rates['B cold']:7.1f} /CPU-s  "
+                    f"A/B warm {warm[-1]:.2f} cold {cold[-1]:.2f}"
                 )
             load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
             print(

@@ -79,6 +79,18 @@ def task_digest(tasks: Iterable[Task]) -> str:
     return h.hexdigest()
 
 
+def task_text(task: Task) -> str:
+    """Every field of `task` but the hidden reference, as canonical JSON: the task's part of a
+    work-memo key for reference-free work (condition verdicts, simulated revision candidates).
+    `task_digest` also copies the task (`asdict`): 10x the cost."""
+    fields = [task.task_id, task.domain, task.env_id, task.family, task.prompt, task.context,
+              task.features, task.meta]  # fmt: skip
+    try:
+        return json.dumps(fields, sort_keys=True, default=str, ensure_ascii=False)
+    except TypeError:  # dict keys of mixed types
+        return json.dumps(_str_keys(fields), sort_keys=True, default=str, ensure_ascii=False)
+
+
 def _str_keys(obj: Any) -> Any:
     """`obj` with every non-string dict key tagged by its type (``5`` → ``"int:5"``), so keys of
     mixed types sort, and ``5`` and ``"5"`` stay apart."""

@@ -44,6 +44,7 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
 from typing import TypeVar
 
@@ -74,13 +75,25 @@ def _switch(raw: str) -> bool:
 
 
 def memo_key(*parts: str) -> bytes:
-    """A 16-byte digest of the parts (separated so that ("ab", "c") and ("a", "bc") differ)."""
-    h = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        data = part.encode("utf-8", "surrogatepass")
-        h.update(len(data).to_bytes(8, "little"))
-        h.update(data)
-    return h.digest()
+    """A 16-byte digest of the parts (separated so that ("ab", "c") and ("a", "bc") differ): each
+    part's UTF-8 length (8 bytes, little-endian), then the part, hashed in one call."""
+    data = [part.encode("utf-8", "surrogatepass") for part in parts]
+    return hashlib.blake2b(
+        b"".join([len(d).to_bytes(8, "little") + d for d in data]), digest_size=16
+    ).digest()
+
+
+def library_versions(*dists: str) -> str:
+    """``"<dist><version>-..."`` of installed distributions ("none" when one is missing): the
+    part of a memo's version that names the libraries its work calls."""
+    out = []
+    for dist in dists:
+        try:
+            version = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            version = "none"
+        out.append(f"{dist}{version}")
+    return "-".join(out)
 
 
 class WorkMemo:

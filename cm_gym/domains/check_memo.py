@@ -30,11 +30,10 @@ import functools
 import hashlib
 import os
 import pickle
-from importlib import metadata
 from typing import Any
 
 from cm_gym.core.types import Outcome
-from cm_gym.core.workmemo import WorkMemo, memo_key
+from cm_gym.core.workmemo import WorkMemo, library_versions, memo_key
 from cm_gym.core.workmemo import enabled as work_memo_enabled
 from cm_gym.domains.verdict_codec import decode_outcome, encode_outcome
 
@@ -119,15 +118,9 @@ def _work() -> WorkMemo:
     """The memo (one per process; its version read once)."""
     from cm_gym.domains.base import Domain, source_digest
 
-    versions = "-".join(f"{dist}{_version(dist)}" for dist in ("python-sat", "z3-solver"))
-    return WorkMemo("isolated-checks", f"{source_digest(Domain)}-{versions}")
-
-
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "none"
+    return WorkMemo(
+        "isolated-checks", f"{source_digest(Domain)}-{library_versions('python-sat', 'z3-solver')}"
+    )
 
 
 def _file_digest(path: str) -> str | None:

@@ -157,6 +157,7 @@ class SimulatedLLM:
         self._candidates = CandidateCache()
         self._revisions: dict[tuple[str, str, str], str] = {}
         self._draws: dict[tuple[Any, ...], tuple[float, ...]] = {}
+        self._blinds: dict[int, tuple[Task, Task]] = {}  # id(task) -> (task, its copy without reference)
 
     def cache_identity(self) -> dict[str, Any]:
         """What distinguishes this backend's replies in a response-cache key."""
@@ -284,6 +285,18 @@ class SimulatedLLM:
             )
         return found
 
+    def _blind(self, task: Task) -> Task:
+        """`task` with its reference blanked, one copy per task object (kept with the object, so
+        its id is not reused): the candidate memo keys its task text on that copy's identity."""
+        hit = self._blinds.get(id(task))
+        if hit is not None and hit[0] is task:
+            return hit[1]
+        if len(self._blinds) >= _DRAFT_MEMO_SIZE:
+            self._blinds.clear()
+        blind = dataclasses.replace(task, reference="")
+        self._blinds[id(task)] = (task, blind)
+        return blind
+
     def _reply(self, rendered: Rendered, task: Task | None) -> str:
         f, name = rendered.fields, rendered.template
         if name == DRAFT_ACTION:
@@ -299,7 +312,7 @@ class SimulatedLLM:
             return f"CHOICE: {int(rng.integers(1, max(1, _int(f['n'], 1)) + 1))}"
         assert task is not None
         domain = self._domain(task.domain)
-        blind = dataclasses.replace(task, reference="")  # revising/editing/distilling never sees it
+        blind = self._blind(task)  # revising/editing/distilling never sees the reference
         if name == REVISE_WITH_RECORDS:
             contrasts = [(f[f"record_{i}_a_minus"], f[f"record_{i}_a_plus"]) for i in (1, 2)]
             revised, _ = choose_sequence(
@@ -325,7 +338,7 @@ class SimulatedLLM:
             return hit
         f = rendered.fields
         draft = f["draft"]
-        blind = dataclasses.replace(task, reference="")  # revising never sees the reference
+        blind = self._blind(task)  # revising never sees the reference
         cands = self._candidates.get(
             self._domain(task.domain), blind, draft, f["record_a_minus"], f["record_a_plus"]
         )

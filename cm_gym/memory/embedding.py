@@ -19,10 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import sklearn
-from scipy import sparse
 from sklearn.feature_extraction import FeatureHasher
 from sklearn.feature_extraction.text import HashingVectorizer
-from sklearn.utils.sparsefuncs_fast import inplace_csr_row_normalize_l2
 
 from cm_gym.core import workmemo
 from cm_gym.core.workmemo import WorkMemo
@@ -40,6 +38,19 @@ def _code_version() -> str:
     """This file's and sklearn's versions: what an embedding depends on besides its id."""
     digest = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
     return f"{digest}-sklearn{sklearn.__version__}"
+
+
+def l2_rows(rows: np.ndarray) -> np.ndarray:
+    """Each float32 row divided by its L2 norm (a zero row left as it is), bit for bit what
+    sklearn's ``normalize(norm="l2")`` gives on the CSR matrix of `rows`
+    (``inplace_csr_row_normalize_l2``): each stored value squared in float32, the squares summed
+    in float64 in index order (a zero adds nothing exactly, and `cumsum` adds left to right, as
+    its loop does — `sum` would add pairwise), the square root in float64, each value divided by it
+    in float64 and rounded to float32; a -0.0 comes out as 0.0 (a CSR matrix does not store it)."""
+    squares = np.square(rows, dtype=np.float32).astype(np.float64)
+    norms = np.sqrt(np.cumsum(squares, axis=1)[:, -1]) if rows.shape[1] else np.zeros(len(rows))
+    norms[norms == 0.0] = 1.0
+    return (rows.astype(np.float64) / norms[:, None] + 0.0).astype(np.float32)  # + 0.0: no -0.0
 
 
 class Embedder:
@@ -98,7 +109,8 @@ class Embedder:
         cached); the integer counts are summed exactly and normalised by the same sklearn
         routine on the same sorted CSR row. Texts share most words (the schema, the question),
         so a new text costs a split and a sum instead of re-deriving and hashing every n-gram.
-        `tests/memory/test_mem_embedding.py` pins the equality."""
+        `tests/memory/test_mem_embedding.py` pins the equality; `l2_rows` normalises as sklearn
+        does, without building its sparse matrix (half of this method's cost)."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         counts = np.zeros((len(texts), self.dim), dtype=np.float64)
@@ -110,9 +122,7 @@ class Embedder:
                 index = np.concatenate([p[0] for p in parts])
                 weight = np.concatenate([p[1] for p in parts])
                 counts[row] = np.bincount(index, weights=weight, minlength=self.dim)
-        matrix = sparse.csr_matrix(counts.astype(np.float32))  # sorted indices, as sum_duplicates
-        inplace_csr_row_normalize_l2(matrix)  # what normalize(norm="l2") runs on a CSR matrix
-        return np.asarray(matrix.toarray(), dtype=np.float32)
+        return l2_rows(counts.astype(np.float32))
 
     def _hash_words(self, words: Iterable[str]) -> None:
         """Hash the words not cached yet in one FeatureHasher call (its per-call overhead is

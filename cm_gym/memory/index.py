@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from cm_gym.core import workmemo
-from cm_gym.core.types import Task, task_digest
+from cm_gym.core.types import Task, task_text
 from cm_gym.core.workmemo import WorkMemo
 from cm_gym.domains.conditions import Condition
 from cm_gym.memory.record import Record
@@ -213,17 +212,6 @@ def _is_own(fn: Any) -> bool:
     return str(getattr(fn, "__module__", "") or "").startswith(_OWN_PREDICATES)
 
 
-def _task_text(task: Task) -> str:
-    """Every field a predicate may read (all but the hidden reference), as canonical JSON: the
-    task's part of the memo key (`task_digest` also copies the task: 10x the cost)."""
-    fields = [task.task_id, task.domain, task.env_id, task.family, task.prompt, task.context,
-              task.features, task.meta]  # fmt: skip
-    try:
-        return json.dumps(fields, sort_keys=True, default=str, ensure_ascii=False)
-    except TypeError:  # dict keys of mixed types
-        return task_digest([task])
-
-
 def _evaluate(conditions: Sequence[Condition], task: Task) -> np.ndarray:
     return np.fromiter((c.holds(task) for c in conditions), dtype=bool, count=len(conditions))
 
@@ -250,7 +238,7 @@ def _holds_through_memo(index: RecordIndex, task: Task) -> np.ndarray:
         return np.frombuffer(data, dtype=np.uint8).astype(bool)
 
     return _HOLDS_MEMO[0].cached(
-        workmemo.memo_key("holds", index._conditions_key, _task_text(task)),
+        workmemo.memo_key("holds", index._conditions_key, task_text(task)),
         lambda: _evaluate(index.conditions, task),
         lambda holds: holds.astype(np.uint8).tobytes(),
         decode,

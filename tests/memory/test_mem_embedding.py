@@ -87,6 +87,26 @@ def test_rows_equal_sklearns_hashing_vectorizer_bit_for_bit() -> None:
         assert np.array_equal(prefetched.embed_one(text), row)
 
 
+def test_l2_rows_is_sklearns_csr_normalisation_bit_for_bit() -> None:
+    """`l2_rows` replaces building a CSR matrix for sklearn's in-place L2 normalisation: the same
+    float32 bits on counts of both signs, wide magnitudes, zero rows and signed zeros."""
+    from scipy import sparse
+    from sklearn.utils.sparsefuncs_fast import inplace_csr_row_normalize_l2
+
+    from cm_gym.memory.embedding import l2_rows
+
+    rng = np.random.default_rng(35)
+    for trial in range(400):
+        n, dim = int(rng.integers(1, 5)), int(rng.choice([1, 7, DIM]))
+        rows = rng.integers(-40, 40, size=(n, dim)) * (rng.random((n, dim)) < rng.random())
+        rows = rows * (10.0 ** rng.uniform(-15, 15) if trial % 3 == 0 else 1.0)
+        rows = rows.astype(np.float32)
+        rows[0] = -0.0 if trial % 5 == 0 else rows[0]  # a zero row (of negative zeros)
+        expected = sparse.csr_matrix(rows)
+        inplace_csr_row_normalize_l2(expected)
+        assert l2_rows(rows).tobytes() == np.asarray(expected.toarray(), dtype=np.float32).tobytes()
+
+
 def test_a_fresh_embedder_reads_the_vectors_an_earlier_one_stored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

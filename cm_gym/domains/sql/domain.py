@@ -71,6 +71,10 @@ class SQLDomain(Domain):
             for e in raw_edits(action, column_types)
         ]
 
+    def edits_from_task_alone(self, task: Task) -> bool:
+        """False for the extended grammar: its value-casing edits read the task's database."""
+        return (task.meta or {}).get("sql_edit_grammar") != "extended"
+
     def decision_units(self, action: str) -> list[str]:
         """One line per clause / key of the pretty-printed query."""
         from cm_gym.domains.sql import sqlast

@@ -51,12 +51,20 @@ class VerdictMemo:
         self.hits = self.stored_hits = 0
         self._verdicts: dict[tuple[Any, ...], Outcome] = {}
         self._digests: dict[tuple[Any, ...], str | None] = {}
+        self._limits: dict[tuple[Any, ...], str] = {}  # an evaluator's limits, as JSON
 
     def __len__(self) -> int:
         return len(self._verdicts)
 
     def __getstate__(self) -> dict[str, Any]:  # a pickled evaluator starts empty
-        return {"size": self.size, "hits": 0, "stored_hits": 0, "_verdicts": {}, "_digests": {}}
+        return {
+            "size": self.size,
+            "hits": 0,
+            "stored_hits": 0,
+            "_verdicts": {},
+            "_digests": {},
+            "_limits": {},
+        }
 
     def key(self, engine: Engine, path: str, immutable: bool, progress_steps: int, rest: tuple[Any, ...]
             ) -> tuple[Any, ...] | None:  # fmt: skip
@@ -123,7 +131,10 @@ class VerdictMemo:
             return None
         from cm_gym.domains.sql.workmemo import memo_key
 
-        return memo_key("verdict", sqlite3.sqlite_version, digest, json.dumps(key[2:], default=repr))
+        limits = self._limits.get(key[4:])
+        if limits is None:  # the evaluator's limits: the same few tuples on every check
+            limits = self._limits[key[4:]] = json.dumps(key[4:], default=repr)
+        return memo_key("verdict", sqlite3.sqlite_version, digest, key[2], key[3], limits)
 
 
 def repeatable(outcome: Outcome, last_run: dict[str, Any]) -> bool:

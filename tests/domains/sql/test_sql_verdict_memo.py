@@ -192,3 +192,73 @@ def test_with_the_work_memo_off_nothing_is_stored(
     later = SQLEvaluator()
     check(later, task, "SELECT 1")
     assert later.memo.stored_hits == 0 and not (tmp_path / "cache" / "work").exists()
+
+
+def _age(path: Path, seconds: float) -> None:
+    """Set the file's times `seconds` into the past (a database nobody has written lately)."""
+    import os
+    import time
+
+    past = time.time() - seconds
+    os.utime(path, (past, past))
+
+
+def _commit(path: Path, sql: str) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute(sql)
+    conn.commit()
+    conn.close()
+
+
+def test_a_quiet_database_answers_its_version_from_its_stats(tiny_db: Path) -> None:
+    from cm_gym.domains.sql._engine import QUIET_S, Box
+
+    _age(tiny_db, QUIET_S + 60)
+    box = Box(str(tiny_db), False, 1000)
+    first = box.data_version()
+    assert [box.data_version() for _ in range(5)] == [first] * 5
+    assert box.version_reads == 1  # the stats were enough after the first read
+    _commit(tiny_db, "INSERT INTO pets VALUES (9, 1, 'owl', 1.0)")  # a write: its time is now
+    changed = box.data_version()
+    assert changed != first and box.version_reads == 2
+    assert box.data_version() == changed and box.version_reads == 3  # a fresh write: no shortcut
+
+
+def test_a_recently_written_database_reads_its_version_every_time(tiny_db: Path) -> None:
+    from cm_gym.domains.sql._engine import Box
+
+    box = Box(str(tiny_db), False, 1000)  # the fixture just wrote the file
+    for _ in range(3):
+        box.data_version()
+    assert box.version_reads == 3
+
+
+def test_a_commit_to_a_quiet_wal_database_is_seen(tiny_db: Path) -> None:
+    from cm_gym.domains.sql._engine import QUIET_S, Box
+
+    conn = sqlite3.connect(tiny_db)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+    writer = sqlite3.connect(tiny_db)  # kept open: its -wal file stays
+    box = Box(str(tiny_db), False, 1000)
+    assert box.data_version() and box.version_reads == 1  # the -wal file was just created
+    for path in (tiny_db, Path(f"{tiny_db}-wal")):
+        _age(path, QUIET_S + 60)
+    first = box.data_version()
+    assert box.data_version() == first and box.version_reads == 2
+    writer.execute("INSERT INTO pets VALUES (9, 1, 'owl', 1.0)")
+    writer.commit()  # only the -wal file changes
+    assert box.data_version() != first
+    writer.close()
+
+
+def test_a_database_whose_version_cannot_be_stated_is_read_every_time(tiny_db: Path, monkeypatch: pytest.MonkeyPatch
+                                                                   ) -> None:  # fmt: skip
+    from cm_gym.domains.sql import _engine
+
+    _age(tiny_db, _engine.QUIET_S + 60)
+    box = _engine.Box(str(tiny_db), False, 1000)
+    monkeypatch.setattr(_engine, "_in_wal_mode", lambda path: None)  # the header cannot be read
+    for _ in range(3):
+        box.data_version()
+    assert box.version_reads == 3
