@@ -65,8 +65,22 @@ _LIVE: weakref.WeakSet[WorkMemo] = weakref.WeakSet()
 
 def enabled() -> bool:
     """False when ``CM_GYM_WORK_MEMO`` is 0 / off / false / no (read on every call: cheap)."""
-    raw = os.environ.get(ENV_SWITCH)
+    raw = _getenv(ENV_SWITCH)
     return raw is None or _switch(raw)
+
+
+def _getenv(name: str) -> str | None:
+    """``os.environ.get(name)``, read from the mapping's own dict when it has one (CPython's
+    ``os.environ._data``): `get` of a variable that is not set raises and catches a KeyError
+    inside `Mapping.get` (2.2 us; 0.1 us here), and every memo lookup reads two variables that
+    are usually unset. Any other mapping (another Python, a replaced ``os.environ``) is asked
+    the ordinary way."""
+    environ = os.environ
+    data = getattr(environ, "_data", None)
+    if type(data) is not dict or not hasattr(environ, "encodekey"):
+        return environ.get(name)
+    raw = data.get(environ.encodekey(name))
+    return None if raw is None else environ.decodevalue(raw)
 
 
 @functools.lru_cache(maxsize=8)
@@ -123,7 +137,7 @@ class WorkMemo:
     def _connection(self) -> sqlite3.Connection | None:
         if self._off or not enabled():
             return None
-        root = os.environ.get("CM_GYM_CACHE")
+        root = _getenv("CM_GYM_CACHE")
         if self._pid != os.getpid() or root != self._root:  # first use, a forked child, another cache
             if self._conn is not None and self._pid == os.getpid():
                 self._flush_to(self._conn)

@@ -223,3 +223,17 @@ def test_another_cache_folder_is_never_answered_from_the_first_ones_copy(
     assert memo.get(memo_key("up", "k")) == "FIRST" and memo.get(memo_key("up", "only-OTHER")) is None
     monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "empty"))  # a folder with no memo yet
     assert memo.get(memo_key("up", "k")) is None and memo.get(memo_key("up", "only-FIRST")) is None
+
+
+def test_the_switch_follows_every_change_of_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`enabled` reads os.environ's own dict (`_getenv`): a variable set, changed, deleted, or an
+    os.environ replaced by a plain mapping is seen on the next call."""
+    monkeypatch.delenv(workmemo.ENV_SWITCH, raising=False)
+    assert workmemo.enabled()
+    for value, on in (("0", False), ("Off", False), ("1", True), (" no ", False), ("yes", True)):
+        monkeypatch.setenv(workmemo.ENV_SWITCH, value)
+        assert workmemo.enabled() is on and workmemo._getenv(workmemo.ENV_SWITCH) == value
+    monkeypatch.delenv(workmemo.ENV_SWITCH)
+    assert workmemo.enabled() and workmemo._getenv(workmemo.ENV_SWITCH) is None
+    monkeypatch.setattr(os, "environ", {workmemo.ENV_SWITCH: "false"})  # not CPython's mapping
+    assert not workmemo.enabled() and workmemo._getenv("HOME") is None
