@@ -248,7 +248,7 @@ class SQLEvaluator:
         task = state.task
         meta = task.meta or {}
         key = None
-        if not self.verdict_on_instances:
+        if not self.verdict_on_instances and self.memo.size > 0:  # (size 0: the memo is off)
             key = self.memo.key(self._engine, meta.get("db_path") or "", meta.get("immutable", True) is not False,
                                 self.progress_steps, (task.reference or "", sql, self.step_budget, self.row_cap,
                                 self.partial_credit, self.digits, self.memory_mb, self.isolation, self.cpu_limit_s,
@@ -257,7 +257,7 @@ class SQLEvaluator:
             if found is not None:
                 return found
         self.last_run = {}
-        outcome = self._verdict(state, sql)
+        outcome = self._verdict(state, sql) if self.verdict_on_instances else self._check(state, sql)
         if key is not None and repeatable(outcome, self.last_run):
             self.memo.put(key, outcome)
         return outcome
