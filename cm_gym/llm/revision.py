@@ -120,8 +120,7 @@ def decode_candidates(data: bytes | str) -> Candidates:
     """The inverse of `encode_candidates`; anything else raises ValueError (a work-memo miss)."""
     value = boundedjson.loads(data, max_bytes=MAX_CANDIDATES_BYTES, what="stored candidates", expect=list)
     if (
-        not isinstance(value, list)
-        or len(value) != 4
+        len(value) != 4
         or value[0] not in CLOSENESS
         or not all(isinstance(part, list) and all(isinstance(t, str) for t in part) for part in value[1:])
     ):
