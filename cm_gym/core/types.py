@@ -79,10 +79,34 @@ def task_digest(tasks: Iterable[Task]) -> str:
     return h.hexdigest()
 
 
+#: `task_text` results kept (one per task; cleared when full)
+_TEXTS_SIZE = 4096
+_texts: dict[tuple[Any, ...], tuple[Any, Any, str]] = {}
+
+
 def task_text(task: Task) -> str:
     """Every field of `task` but the hidden reference, as canonical JSON: the task's part of a
-    work-memo key for reference-free work (condition verdicts, simulated revision candidates).
-    `task_digest` also copies the task (`asdict`): 10x the cost."""
+    work-memo key for reference-free work (condition verdicts, simulated revision candidates and
+    drafts). `task_digest` also copies the task (`asdict`): 10x the cost.
+
+    Memoised on the scalar fields and the *identity* of the `features` and `meta` mappings (the
+    memo keeps them, so their ids are not reused): a task and its copy without the reference
+    (`dataclasses.replace` shares those mappings) are one entry, and the JSON of a SQL task
+    (30-70 us) is written once per process instead of at every lookup of every copy. Like the
+    frozen `Task` itself, this assumes the mappings are not changed in place."""
+    key = (task.task_id, task.domain, task.env_id, task.family, task.prompt, task.context,
+           id(task.features), id(task.meta))  # fmt: skip
+    hit = _texts.get(key)
+    if hit is not None and hit[0] is task.features and hit[1] is task.meta:
+        return hit[2]
+    text = _canonical_text(task)
+    if len(_texts) >= _TEXTS_SIZE:
+        _texts.clear()
+    _texts[key] = (task.features, task.meta, text)
+    return text
+
+
+def _canonical_text(task: Task) -> str:
     fields = [task.task_id, task.domain, task.env_id, task.family, task.prompt, task.context,
               task.features, task.meta]  # fmt: skip
     try:

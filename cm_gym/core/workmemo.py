@@ -72,15 +72,21 @@ def enabled() -> bool:
 def _getenv(name: str) -> str | None:
     """``os.environ.get(name)``, read from the mapping's own dict when it has one (CPython's
     ``os.environ._data``): `get` of a variable that is not set raises and catches a KeyError
-    inside `Mapping.get` (2.2 us; 0.1 us here), and every memo lookup reads two variables that
+    inside `Mapping.get` (2.2 us; 0.5 us here, with the name's encoded key kept), and every memo lookup reads two variables that
     are usually unset. Any other mapping (another Python, a replaced ``os.environ``) is asked
     the ordinary way."""
     environ = os.environ
     data = getattr(environ, "_data", None)
     if type(data) is not dict or not hasattr(environ, "encodekey"):
         return environ.get(name)
-    raw = data.get(environ.encodekey(name))
+    encoded = _encoded_names.get(name)
+    if encoded is None or encoded[0] is not environ:  # the name's key in this mapping, kept
+        encoded = _encoded_names[name] = (environ, environ.encodekey(name))
+    raw = data.get(encoded[1])
     return None if raw is None else environ.decodevalue(raw)
+
+
+_encoded_names: dict[str, tuple[object, object]] = {}
 
 
 @functools.lru_cache(maxsize=8)

@@ -34,7 +34,6 @@ logger = logging.getLogger(__name__)
 RATES_FORMAT = "cm_gym.revision_rates"
 RATES_VERSION = 1
 _MEMO_SIZE = 20_000
-_TEXTS_SIZE = 4096  # tasks whose `task_text` is kept
 #: one draft's stored candidates (a few KiB: one text per edit of the draft)
 MAX_CANDIDATES_BYTES = 16 * 1024 * 1024
 #: a revision-rates file (a few KiB per domain)
@@ -74,10 +73,9 @@ class CandidateCache:
     def __init__(self, size: int = _MEMO_SIZE) -> None:
         self.size = size
         self._memo: OrderedDict[tuple[str, str, str, str, str], Candidates] = OrderedDict()
-        self._texts: dict[int, tuple[Task, str]] = {}  # id(task) -> (task, `task_text`)
 
     def __getstate__(self) -> dict[str, Any]:  # a pickled cache starts empty
-        return {"size": self.size, "_memo": OrderedDict(), "_texts": {}}
+        return {"size": self.size, "_memo": OrderedDict()}
 
     def get(self, domain: Domain, task: Task, draft: str, a_minus: str, a_plus: str) -> Candidates:
         key = (domain.name, task.task_id, draft, a_minus, a_plus)
@@ -87,7 +85,7 @@ class CandidateCache:
             return found
         if _own(domain) and domain.edits_from_task_alone(task) and workmemo.enabled():
             made = _candidate_work().cached(
-                workmemo.memo_key("candidates", domain.name, self._task_text(task), draft, a_minus, a_plus),
+                workmemo.memo_key("candidates", domain.name, task_text(task), draft, a_minus, a_plus),
                 lambda: candidates(domain, task, draft, a_minus, a_plus),
                 encode_candidates,
                 decode_candidates,
@@ -98,17 +96,6 @@ class CandidateCache:
         if len(self._memo) > self.size:
             self._memo.popitem(last=False)
         return made
-
-    def _task_text(self, task: Task) -> str:
-        """`task_text(task)`, kept per task object (the object is kept, so its id is not reused)."""
-        hit = self._texts.get(id(task))
-        if hit is not None and hit[0] is task:
-            return hit[1]
-        if len(self._texts) >= _TEXTS_SIZE:
-            self._texts.clear()
-        text = task_text(task)
-        self._texts[id(task)] = (task, text)
-        return text
 
 
 def encode_candidates(cands: Candidates) -> str:

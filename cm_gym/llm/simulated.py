@@ -64,6 +64,7 @@ import numpy as np
 
 from cm_gym.core.types import Task
 from cm_gym.domains.base import Domain, ErrorModel, ErrorOperator, RevisionRates
+from cm_gym.llm import draft_memo
 from cm_gym.llm.base import (
     BEST_OF_N_JUDGE,
     DISTIL_RECORD,
@@ -152,6 +153,7 @@ class SimulatedLLM:
         self._lookup = task_lookup
         self._error_models: dict[str, ErrorModel] = {}
         self._drafts: dict[tuple[str, str, str, tuple[str, ...]], str] = {}
+        self._task_drafts: dict[tuple[int, int, str], tuple[Task, str]] = {}  # (id(task), attempts, agent)
         self._slips: dict[tuple[int, int, float], tuple[Task, tuple[ErrorOperator, ...]]] = {}
         self._revision_overrides = load_revision_rates(revision_rates) if revision_rates is not None else {}
         self._candidates = CandidateCache()
@@ -232,9 +234,28 @@ class SimulatedLLM:
         )
 
     def draft_action(self, task: Task, failed_attempts: int = 0, agent: str = "react") -> str:
-        """The draft: the reference with the remaining slips applied in order. Memoised on (task,
-        remaining slips), since RL training drafts the same tasks thousands of times and a
-        domain's operators may parse the action (SQL does)."""
+        """The draft: the reference with the remaining slips applied in order. Memoised per task
+        object, in the work memo (`draft_memo`) and on (task, remaining slips): RL training
+        drafts the same tasks thousands of times, and a domain's operators may parse the action."""
+        key = (id(task), int(failed_attempts), agent)
+        hit = self._task_drafts.get(key)
+        if hit is not None and hit[0] is task:
+            return hit[1]
+        if self.profile is None and draft_memo.storable(self._domain(task.domain), task):
+            action = draft_memo.draft_work().cached(
+                draft_memo.draft_key(self.seed, task, failed_attempts, agent),
+                lambda: self._make_draft(task, failed_attempts, agent),
+                str,
+                draft_memo.decode_draft,
+            )
+        else:
+            action = self._make_draft(task, failed_attempts, agent)
+        if len(self._task_drafts) >= _DRAFT_MEMO_SIZE:
+            self._task_drafts.clear()
+        self._task_drafts[key] = (task, action)
+        return action
+
+    def _make_draft(self, task: Task, failed_attempts: int, agent: str) -> str:
         remaining = self.remaining_slips(task, failed_attempts, agent)
         key = (task.domain, task.task_id, task.reference, tuple(op.name for op in remaining))
         cached = self._drafts.get(key)
