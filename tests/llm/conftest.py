@@ -12,6 +12,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from http.server import HTTPServer
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -172,3 +173,11 @@ def http_servers() -> Iterator[Callable[[S], S]]:
     for server in servers:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def memo_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh cache folder with the persistent work memo on (the memo tests' processes)."""
+    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("CM_GYM_WORK_MEMO", raising=False)
+    return tmp_path / "cache"

@@ -23,13 +23,6 @@ RECORDS = [
 ]
 
 
-@pytest.fixture
-def memo_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("CM_GYM_WORK_MEMO", raising=False)
-    return tmp_path / "cache"
-
-
 def _task(**meta: Any) -> Task:
     columns = {"people.name": "text", "people.age": "number"}
     return Task("t1", "sql", "who is 30 or older?", "SQL", "", context="people(name, age)",

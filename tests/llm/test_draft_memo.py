@@ -27,13 +27,6 @@ def sql_tasks() -> list[Task]:
     return get_benchmark("SQL").load_tasks()[:40]
 
 
-@pytest.fixture
-def memo_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("CM_GYM_WORK_MEMO", raising=False)
-    return tmp_path / "cache"
-
-
 def _new_process() -> None:
     """What a fresh process sees: the memo's pending writes flushed and its file opened again."""
     draft_memo.draft_work().close()
