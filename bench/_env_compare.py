@@ -98,6 +98,7 @@ def _unpack(rev: str, repo: Path, into: Path) -> str:
 
 def _measure(tree: Path, env_id: str, decisions: int, seed: int, cache: Path) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(tree), "CM_GYM_PROGRESS": "0", "CM_GYM_CACHE": str(cache)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # else B's unpacked tree compiles every import, every run
     out = subprocess.run(
         [sys.executable, "-c", _MEASURE, env_id, str(decisions), str(seed)],
         check=True, capture_output=True, text=True, env=env, cwd=tree,
