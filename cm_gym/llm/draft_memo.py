@@ -8,7 +8,7 @@ reference: about 0.4 ms for each task a process drafts first, a fifth of a fresh
 process's CPU over its first 2,000 decisions (`bench/bench_env.py`), and a fresh process drafts
 the same tasks again, so the drafts go into the persistent work memo (`cm_gym.core.workmemo`).
 
-What is kept, and what never is (the same rule as the revision candidates, `CandidateCache`):
+What is kept, and what never is (`revision.kept_across_processes`, as for the candidates):
 only drafts of cm_gym's own domains (a plugin's error model is not known to be pure), of a task
 whose edits read nothing but the task (`Domain.edits_from_task_alone`: SQL's extended grammar
 reads the database to change a value's casing), and of a simulator without a fitted profile (the
@@ -36,15 +36,6 @@ from cm_gym.domains.base import Domain
 
 #: one stored draft (an action: a query, a formula file, a program)
 MAX_DRAFT_BYTES = 4 * 1024 * 1024
-
-
-def storable(domain: Domain, task: Task) -> bool:
-    """Whether a default simulator's draft of `task` may be kept across processes (module doc)."""
-    return (
-        type(domain).__module__.startswith("cm_gym.domains.")
-        and domain.edits_from_task_alone(task)
-        and workmemo.enabled()
-    )
 
 
 def draft_key(seed: int, task: Task, failed_attempts: int, agent: str) -> bytes:

@@ -83,7 +83,7 @@ class CandidateCache:
         if found is not None:
             self._memo.move_to_end(key)
             return found
-        if _own(domain) and domain.edits_from_task_alone(task) and workmemo.enabled():
+        if kept_across_processes(domain, task):
             made = _candidate_work().cached(
                 workmemo.memo_key("candidates", domain.name, task_text(task), draft, a_minus, a_plus),
                 lambda: candidates(domain, task, draft, a_minus, a_plus),
@@ -115,9 +115,16 @@ def decode_candidates(data: bytes | str) -> Candidates:
     return Candidates(value[0], tuple(value[1]), tuple(value[2]), tuple(value[3]))
 
 
-def _own(domain: Domain) -> bool:
-    """Whether `domain` is one of cm_gym's own (its methods are pure functions, SPEC §3)."""
-    return type(domain).__module__.startswith("cm_gym.domains.")
+def kept_across_processes(domain: Domain, task: Task) -> bool:
+    """Whether work on `task` that is a pure function of its content may go into the work memo:
+    only for cm_gym's own domains (their methods are pure, SPEC §3; a plugin's are not known to
+    be), only when the task's edits read nothing but the task (`Domain.edits_from_task_alone`),
+    and only while the memo is on. The candidates here and the drafts (`draft_memo`) share it."""
+    return (
+        type(domain).__module__.startswith("cm_gym.domains.")
+        and domain.edits_from_task_alone(task)
+        and workmemo.enabled()
+    )
 
 
 @functools.lru_cache(maxsize=1)

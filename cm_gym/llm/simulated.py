@@ -81,7 +81,13 @@ from cm_gym.llm.fence import fenced
 from cm_gym.llm.parsers import edit_fragment, format_alternatives
 from cm_gym.llm.profiles import Profile, load_profile
 from cm_gym.llm.prompts import Rendered, render
-from cm_gym.llm.revision import CandidateCache, choose, choose_sequence, load_revision_rates
+from cm_gym.llm.revision import (
+    CandidateCache,
+    choose,
+    choose_sequence,
+    kept_across_processes,
+    load_revision_rates,
+)
 from cm_gym.llm.simulated_mechanisms import NEEDS_TASK as _MECHANISM_NEEDS_TASK
 from cm_gym.llm.simulated_mechanisms import REPLIES as _MECHANISM_REPLIES  # the baselines' templates
 
@@ -241,7 +247,7 @@ class SimulatedLLM:
         hit = self._task_drafts.get(key)
         if hit is not None and hit[0] is task:
             return hit[1]
-        if self.profile is None and draft_memo.storable(self._domain(task.domain), task):
+        if self.profile is None and kept_across_processes(self._domain(task.domain), task):
             action = draft_memo.draft_work().cached(
                 draft_memo.draft_key(self.seed, task, failed_attempts, agent),
                 lambda: self._make_draft(task, failed_attempts, agent),

@@ -17,6 +17,7 @@ from cm_gym.core.types import AgentState, Attempt, Outcome, Task, task_text
 from cm_gym.domains.registry import get_benchmark, get_domain
 from cm_gym.llm import draft_memo
 from cm_gym.llm.draft_memo import decode_draft
+from cm_gym.llm.revision import kept_across_processes
 from cm_gym.llm.simulated import SimulatedLLM
 
 FAILED = Outcome(score=0.0, solved=False, feedback="Wrong result set. Rows differ.")
@@ -99,16 +100,16 @@ def test_plugin_domains_profiles_and_file_reading_edits_are_never_kept(
     sql = get_domain("sql")
     extended = dataclasses.replace(sql_tasks[0], meta={**sql_tasks[0].meta, "sql_edit_grammar": "extended"})
     assert not sql.edits_from_task_alone(extended)
-    assert not draft_memo.storable(sql, extended)
+    assert not kept_across_processes(sql, extended)
 
     class PluginSQL(type(sql)):  # type: ignore[misc]
         pass
 
     PluginSQL.__module__ = "someone_elses_plugin.domain"
-    assert not draft_memo.storable(PluginSQL(), sql_tasks[0])
-    assert draft_memo.storable(sql, sql_tasks[0])
+    assert not kept_across_processes(PluginSQL(), sql_tasks[0])
+    assert kept_across_processes(sql, sql_tasks[0])
     monkeypatch.setenv("CM_GYM_WORK_MEMO", "off")
-    assert not draft_memo.storable(sql, sql_tasks[0])
+    assert not kept_across_processes(sql, sql_tasks[0])
     monkeypatch.delenv("CM_GYM_WORK_MEMO")
 
     memo = draft_memo.draft_work()
