@@ -16,7 +16,10 @@ every process after the first on a machine — and *cold*, with the memo folder 
 first process ever (it still writes the memo). A/B is printed warm against warm and cold against
 cold; a commit without the memo has warm = cold. (Until the seventh round both trees shared one
 cache: B read A's memo files whose version it shared — the embeddings' — and A's cold run deleted
-B's memo, so B was neither warm nor cold.)
+B's memo, so B was neither warm nor cold.) Each tree's *start* is printed too: the CPU seconds
+from the interpreter's start to the first decision (imports, `gym.make` with its store already
+built, the first `reset`), the median over its warm runs — what every new process (a run, a
+vector env's worker, a test) pays before its first decision.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ for _ in range(decisions):
         obs, info = env.reset()
 kids = children_cpu() - kids
 print(json.dumps({"cpu": time.process_time() - cpu + kids, "workers_cpu": kids,
-                  "wall": time.perf_counter() - wall}))
+                  "wall": time.perf_counter() - wall, "start_cpu": cpu}))
 """
 )
 
@@ -124,6 +127,7 @@ def compare(rev: str, env_ids: list[str], decisions: int, pairs: int) -> None:
                 _measure(tree, env_id, 1, 0, caches[name])
                 _measure(tree, env_id, decisions, 10_000, caches[name])  # the memo one run leaves
             warm, cold = [], []
+            start: dict[str, list[float]] = {"A": [], "B": []}
             for i in range(pairs):
                 rates = {}
                 # each tree's cold run comes after its warm one: it deletes the memo and leaves its
@@ -135,6 +139,8 @@ def compare(rev: str, env_ids: list[str], decisions: int, pairs: int) -> None:
                             shutil.rmtree(caches[name] / "work", ignore_errors=True)
                         m = _measure(trees[name], env_id, decisions, i, caches[name])
                         rates[f"{name} {kind}"] = decisions / m["cpu"]
+                        if kind == "warm" and "start_cpu" in m:
+                            start[name].append(m["start_cpu"])
                 warm.append(rates["A warm"] / rates["B warm"])
                 cold.append(rates["A cold"] / rates["B cold"])
                 print(
@@ -146,4 +152,8 @@ def compare(rev: str, env_ids: list[str], decisions: int, pairs: int) -> None:
             print(
                 f"{env_id:24s} median A/B warm {statistics.median(warm):.2f}, cold {statistics.median(cold):.2f} "
                 f"over {pairs} pairs (1-min load {load:.1f})"
+            )
+            print(
+                f"{env_id:24s} start (imports, gym.make with its store built, the first reset), CPU-s, "
+                f"warm runs: A median {statistics.median(start['A']):.2f}, B {statistics.median(start['B']):.2f}"
             )

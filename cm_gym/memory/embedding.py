@@ -1,11 +1,21 @@
 """The text embedding φ / E: 512-dim character n-gram hashing, L2-normalised (SPEC §3).
 
-The hashing is scikit-learn's `HashingVectorizer` (``analyzer="char_wb"``, ``n_features=512``,
-``alternate_sign=False``, ``norm="l2"``), never a hand-written one. SPEC §3 names the constructor
-without an n-gram range; sklearn's default range (1, 1) would hash single characters, which is not
-the paper's "character n-gram" representation, so the default here is ``ngram_range=(3, 5)``. The
-range is part of `embedder_id`, which every store records: a reader with another embedder gets a
-clear `EmbedderMismatchError` instead of silently comparing incomparable vectors.
+The vectors are scikit-learn's `HashingVectorizer`'s (``analyzer="char_wb"``, ``n_features=512``,
+``alternate_sign=False``, ``norm="l2"``) bit for bit, and `reference_vectorizer` builds that
+vectorizer; `tests/memory/test_mem_embedding.py` pins the equality on edge texts and on random
+Unicode texts. They are computed without importing scikit-learn: its import cost 1.1 s of wall
+clock (1.6 s of CPU) in every process that made an env, and left 62,000 objects — half of a fresh
+`cm_gym/SQL-v0` process's — for the garbage collector to scan on every full collection, one of
+which fell in the first 2,000 decisions (85–90 ms). What the vectorizer does is small and fixed:
+``char_wb`` n-grams of each lower-cased whitespace-separated word padded with a space on each side
+(`char_wb_ngrams`, sklearn's loop), each n-gram's UTF-8 bytes hashed with MurmurHash3 (x86, 32-bit,
+seed 0, signed; the maintained `mmh3` library, the function sklearn's ``murmurhash3_32`` wraps),
+feature index ``abs(hash) % n_features``, counts summed, rows L2-normalised (`l2_rows`). SPEC §3
+names the constructor without an n-gram range; sklearn's default range (1, 1) would hash single
+characters, which is not the paper's "character n-gram" representation, so the default here is
+``ngram_range=(3, 5)``. The range is part of `embedder_id`, which every store records: a reader
+with another embedder gets a clear `EmbedderMismatchError` instead of silently comparing
+incomparable vectors.
 """
 
 from __future__ import annotations
@@ -14,13 +24,13 @@ import functools
 import hashlib
 import re
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
+import mmh3
 import numpy as np
-import sklearn
-from sklearn.feature_extraction import FeatureHasher
-from sklearn.feature_extraction.text import HashingVectorizer
 
 from cm_gym.core import workmemo
 from cm_gym.core.workmemo import WorkMemo
@@ -35,9 +45,41 @@ _MEMOS: dict[str, WorkMemo] = {}
 
 @functools.lru_cache(maxsize=1)
 def _code_version() -> str:
-    """This file's and sklearn's versions: what an embedding depends on besides its id."""
+    """This file's digest and mmh3's version: what an embedding depends on besides its id."""
     digest = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-    return f"{digest}-sklearn{sklearn.__version__}"
+    return f"{digest}-mmh3{version('mmh3')}"
+
+
+def char_wb_ngrams(word: str, ngram_range: tuple[int, int]) -> list[str]:
+    """The ``char_wb`` n-grams of one whitespace-free `word`, as sklearn's analyzer makes them
+    (``HashingVectorizer(analyzer="char_wb", lowercase=True).build_analyzer()(word)``): the word
+    lower-cased and padded with one space on each side, every n-gram of each length in
+    `ngram_range` from left to right, a padded word shorter than n giving itself once (and no
+    longer n-grams)."""
+    lo, hi = ngram_range
+    padded = " " + word.lower() + " "
+    size = len(padded)
+    out: list[str] = []
+    for n in range(lo, hi + 1):
+        if size <= n:
+            out.append(padded)
+            break
+        out.extend([padded[i : i + n] for i in range(size - n + 1)])
+    return out
+
+
+def hashed_indices(ngrams: list[str], n_features: int) -> np.ndarray:
+    """Each n-gram's feature index as sklearn's `FeatureHasher` computes it: MurmurHash3 (x86,
+    32-bit, seed 0, signed) of its UTF-8 bytes, ``abs(h) % n_features`` (for h = -2**31 sklearn
+    defines the index as ``2**31 % n_features``, which the 64-bit ``abs`` gives). Lone surrogates
+    (which UTF-8 cannot encode, and on which sklearn raises) are hashed as their
+    ``surrogatepass`` bytes: untrusted text gets a vector, never an exception."""
+    hashes = np.fromiter(
+        (mmh3.hash(g.encode("utf-8", "surrogatepass"), 0, True) for g in ngrams),
+        dtype=np.int64,
+        count=len(ngrams),
+    )
+    return (np.abs(hashes) % n_features).astype(np.intp)
 
 
 def l2_rows(rows: np.ndarray) -> np.ndarray:
@@ -65,7 +107,18 @@ class Embedder:
     ) -> None:
         self.dim = int(n_features)
         self.ngram_range = (int(ngram_range[0]), int(ngram_range[1]))
-        self._vectorizer = HashingVectorizer(
+        if not 1 <= self.ngram_range[0] <= self.ngram_range[1] or self.dim < 1:
+            raise ValueError(f"invalid embedder: ngram_range {self.ngram_range}, n_features {self.dim}")
+        self._words: dict[str, np.ndarray] = {}
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+
+    def reference_vectorizer(self) -> Any:
+        """The scikit-learn `HashingVectorizer` whose ``transform`` rows `embed` equals bit for bit
+        (imports scikit-learn: for checking, not for embedding)."""
+        from sklearn.feature_extraction.text import HashingVectorizer
+
+        return HashingVectorizer(
             analyzer="char_wb",
             ngram_range=self.ngram_range,
             n_features=self.dim,
@@ -74,15 +127,6 @@ class Embedder:
             lowercase=True,
             dtype=np.float32,
         )
-        # `HashingVectorizer.transform`'s own parts, built once (its analyzer, its FeatureHasher,
-        # sklearn's in-place L2 row norm); see `embed` for how they are used
-        self._analyzer = self._vectorizer.build_analyzer()
-        self._hasher = FeatureHasher(
-            n_features=self.dim, input_type="string", dtype=np.float32, alternate_sign=False
-        )
-        self._words: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_size = cache_size
 
     @property
     def embedder_id(self) -> str:
@@ -103,51 +147,28 @@ class Embedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(n, dim) float32, each row L2-normalised (an empty text gives a zero row).
 
-        Exactly `HashingVectorizer.transform`'s rows, computed word by word: ``char_wb`` n-grams
-        never cross whitespace, so a text's hashed n-gram counts are the sum of its words'
-        (each word's row hashed once by the vectorizer's own analyzer and FeatureHasher, then
-        cached); the integer counts are summed exactly and normalised by the same sklearn
-        routine on the same sorted CSR row. Texts share most words (the schema, the question),
-        so a new text costs a split and a sum instead of re-deriving and hashing every n-gram.
-        `tests/memory/test_mem_embedding.py` pins the equality; `l2_rows` normalises as sklearn
-        does, without building its sparse matrix (half of this method's cost)."""
+        Exactly `HashingVectorizer.transform`'s rows (module doc), computed word by word:
+        ``char_wb`` n-grams never cross whitespace, so a text's hashed n-gram counts are the sum
+        of its words' (each word's feature indices hashed once, then cached); the integer counts
+        are summed exactly and normalised as sklearn normalises its sorted CSR row (`l2_rows`).
+        Texts share most words (the schema, the question), so a new text costs a split and a
+        count instead of re-deriving and hashing every n-gram."""
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        counts = np.zeros((len(texts), self.dim), dtype=np.float64)
-        split = [text.split() for text in texts]
-        self._hash_words(w for words in split for w in words)
-        for row, words in enumerate(split):
-            parts = [self._word_row(word) for word in words]
-            if parts:
-                index = np.concatenate([p[0] for p in parts])
-                weight = np.concatenate([p[1] for p in parts])
-                counts[row] = np.bincount(index, weights=weight, minlength=self.dim)
-        return l2_rows(counts.astype(np.float32))
+        counts = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = text.split()
+            if words:
+                index = np.concatenate([self._word_indices(word) for word in words])
+                counts[row] = np.bincount(index, minlength=self.dim)
+        return l2_rows(counts)
 
-    def _hash_words(self, words: Iterable[str]) -> None:
-        """Hash the words not cached yet in one FeatureHasher call (its per-call overhead is
-        most of the cost of one word): each row of the batch is the row the word alone gets (the
-        hasher sums duplicates and sorts indices row by row), cached as `_word_row` caches it."""
-        new = [w for w in dict.fromkeys(words) if w not in self._words]
-        if len(new) < 2:
-            return
-        if len(self._words) + len(new) > _WORD_CACHE_SIZE:
-            self._words.clear()
-        rows = self._hasher.transform([self._analyzer(w) for w in new])
-        for i, word in enumerate(new):
-            lo, hi = rows.indptr[i], rows.indptr[i + 1]
-            self._words[word] = (
-                np.asarray(rows.indices[lo:hi], dtype=np.intp),
-                np.asarray(rows.data[lo:hi], dtype=np.float64),
-            )
-
-    def _word_row(self, word: str) -> tuple[np.ndarray, np.ndarray]:
-        """(feature indices, counts) of one whitespace-free word's n-grams, as the vectorizer
-        hashes them (cached; the vocabulary of a benchmark's texts is small)."""
+    def _word_indices(self, word: str) -> np.ndarray:
+        """The feature index of each n-gram of one whitespace-free word (repeats kept: a count
+        is how often an index occurs), cached: the vocabulary of a benchmark's texts is small."""
         found = self._words.get(word)
         if found is None:
-            row = self._hasher.transform([self._analyzer(word)])
-            found = (np.asarray(row.indices, dtype=np.intp), np.asarray(row.data, dtype=np.float64))
+            found = hashed_indices(char_wb_ngrams(word, self.ngram_range), self.dim)
             if len(self._words) >= _WORD_CACHE_SIZE:
                 self._words.clear()
             self._words[word] = found
@@ -170,10 +191,9 @@ class Embedder:
         return vec
 
     def prefetch(self, texts: Sequence[str]) -> None:
-        """Embed the texts `embed_one` has not cached in one vectorizer call and cache them: a
-        decision embeds two or three new texts, and sklearn's per-call overhead is most of the
-        cost of one short text. Each row is what `embed_one` would compute alone (the hashing
-        and the L2 norm are per row)."""
+        """Embed the texts `embed_one` has not cached in one `embed` call and cache them (a
+        decision embeds two or three new texts; one call, one normalisation). Each row is what
+        `embed_one` would compute alone (the hashing and the L2 norm are per row)."""
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if len(missing) < 2:
             return
@@ -192,7 +212,7 @@ class Embedder:
             self._cache.popitem(last=False)
 
     # -- the persistent work memo (`cm_gym.core.workmemo`): a fresh process reuses the vectors an
-    # earlier one computed; exact float32 bytes, versioned by this file, the id and sklearn ----
+    # earlier one computed; exact float32 bytes, versioned by this file, the id and mmh3 --------
     def _work_memo(self) -> WorkMemo | None:
         if not workmemo.enabled():
             return None

@@ -76,7 +76,7 @@ def test_rows_equal_sklearns_hashing_vectorizer_bit_for_bit() -> None:
     sklearn's HashingVectorizer gives for the whole text, one by one, in a batch and from
     `prefetch`."""
     embedder = Embedder()
-    reference = np.asarray(embedder._vectorizer.transform(EDGE_TEXTS).toarray(), dtype=np.float32)
+    reference = np.asarray(embedder.reference_vectorizer().transform(EDGE_TEXTS).toarray(), dtype=np.float32)
     assert np.array_equal(embedder.embed(EDGE_TEXTS), reference)
     fresh = Embedder()
     for text, row in zip(EDGE_TEXTS, reference, strict=True):
@@ -133,3 +133,77 @@ def test_a_fresh_embedder_reads_the_vectors_an_earlier_one_stored(
     memo.put(workmemo.memo_key("odd text"), b"\x00" * 12)
     memo.close()
     assert np.array_equal(Embedder().embed_one("odd text"), first.embed(["odd text"])[0])
+
+
+def _random_texts(rng: np.random.Generator, n: int) -> list[str]:
+    """Texts over ASCII, punctuation, whitespace of every kind, accented, Greek (final sigma),
+    CJK, emoji and characters whose lower case is longer (İ), in words of 1–12 characters."""
+    alphabet = (
+        list("abcXYZ019 _.,()'=<>*")
+        + list("\t\n\r\x0b\x0c\x1c\x1f\u00a0\u2003\u3000")
+        + list("ÄÖüßéñ ΣσςΟΔ İıǅ 中文字 ✓😀 \u0301")
+    )
+    out = []
+    for _ in range(n):
+        words = int(rng.integers(0, 9))
+        out.append("".join(str(rng.choice(alphabet)) for _ in range(int(rng.integers(0, 12 * words + 1)))))
+    return out
+
+
+@pytest.mark.parametrize(("ngram_range", "dim"), [((3, 5), DIM), ((1, 1), 7), ((2, 4), 1000), ((1, 6), 1)])
+def test_random_unicode_texts_equal_sklearn_for_other_ranges_and_sizes(
+    ngram_range: tuple[int, int], dim: int
+) -> None:
+    """The hand-held analyzer and hash (module doc) against sklearn on 300 random texts per
+    configuration, bit for bit: n-gram lengths from 1 to 6, a prime and a non-power-of-two size,
+    and one feature."""
+    texts = _random_texts(np.random.default_rng(dim), 300)
+    embedder = Embedder(n_features=dim, ngram_range=ngram_range)
+    reference = np.asarray(embedder.reference_vectorizer().transform(texts).toarray(), dtype=np.float32)
+    assert embedder.embed(texts).tobytes() == reference.tobytes()
+
+
+def test_a_hash_of_minus_two_to_the_31_gets_sklearns_index() -> None:
+    """sklearn defines the index of h = -2**31 (whose 32-bit abs overflows) as 2**31 % n; the
+    64-bit abs here must give the same for every size."""
+    import mmh3
+
+    from cm_gym.memory.embedding import hashed_indices
+
+    original = mmh3.hash
+    try:
+        mmh3.hash = lambda *args, **kw: -(2**31)
+        for n in (1, 7, 512, 1000, 2**31 - 1):
+            assert int(hashed_indices(["x"], n)[0]) == (2147483647 - (n - 1)) % n == 2**31 % n
+    finally:
+        mmh3.hash = original
+
+
+def test_lone_surrogates_get_a_vector_not_an_exception() -> None:
+    """Untrusted text may hold a lone surrogate (JSON allows "\\ud800"), which UTF-8 cannot
+    encode: sklearn raises there; the embedder hashes its ``surrogatepass`` bytes."""
+    e = Embedder()
+    v = e.embed(["SELECT \ud800 name", "name"])
+    assert np.linalg.norm(v[0]) == pytest.approx(1.0, abs=1e-5)
+    assert not np.array_equal(v[0], v[1])
+    assert np.array_equal(e.embed(["SELECT \ud800 name"]), Embedder().embed(["SELECT \ud800 name"]))
+
+
+def test_embedding_does_not_import_sklearn() -> None:
+    """The reason the hashing is not sklearn's object (module doc): a process that embeds never
+    imports scikit-learn (1.1 s, 62,000 objects for the garbage collector)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from cm_gym.memory.embedding import Embedder; Embedder().embed(['a b', 'SELECT 1']);"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('sklearn', 'scipy')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_invalid_configurations_are_refused() -> None:
+    for kw in ({"ngram_range": (0, 2)}, {"ngram_range": (4, 3)}, {"n_features": 0}):
+        with pytest.raises(ValueError, match="invalid embedder"):
+            Embedder(**kw)  # type: ignore[arg-type]
