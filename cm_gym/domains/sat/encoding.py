@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pysat.card import CardEnc, EncType
-
 from cm_gym.domains.sat.errors import EncodingError, EncodingTooLarge
 from cm_gym.domains.sat.language import PAIR_HEADS, Binder, Cond, Constraint, Expr, Literal, parse_encoding
 
@@ -352,6 +350,8 @@ class _Compiler:
             self._add([[-a, -b] for a, b in itertools.combinations(lits, 2)])
         else:
             self._guard(len(lits), k)
+            from pysat.card import CardEnc, EncType  # on use: `cm_gym.core.lazy` says why
+
             self._card(CardEnc.atmost(lits=lits, bound=k, top_id=self.top, encoding=EncType.seqcounter))
 
     def _at_least(self, lits: list[int], k: int) -> None:
@@ -365,6 +365,8 @@ class _Compiler:
             self._add([[lit] for lit in lits])
         else:
             self._guard(len(lits), len(lits) - k)
+            from pysat.card import CardEnc, EncType  # on use: `cm_gym.core.lazy` says why
+
             self._card(CardEnc.atleast(lits=lits, bound=k, top_id=self.top, encoding=EncType.seqcounter))
 
 

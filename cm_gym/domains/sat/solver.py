@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from pysat.solvers import Solver
 
 from cm_gym.domains.sat.errors import SolverConfigError, SolverRefused
 
@@ -128,6 +127,8 @@ def solve(clauses: Sequence[Sequence[int]], n_vars: int, config: SolverConfig) -
         if getattr(processed, "status", True) is False:
             return SolveResult("unsat", None, 0)
         work = processed.clauses
+    from pysat.solvers import Solver  # here, not at import: `cm_gym.core.lazy` says why
+
     with Solver(name=config.solver, bootstrap_with=work) as s:
         if config.phase != "default":
             sign = 1 if config.phase == "true" else -1

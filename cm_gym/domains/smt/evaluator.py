@@ -17,8 +17,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-import z3
-
+from cm_gym.core.lazy import lazy_module
 from cm_gym.core.types import CmGymError, Outcome, Task
 from cm_gym.domains.isolated import IsolatedChecks, IsolatedEvaluator
 from cm_gym.domains.smt.errors import ScriptRefused, SmtConfigError, SmtConfigRefused
@@ -36,6 +35,8 @@ from cm_gym.domains.smt.solver import (
     run,
 )
 from cm_gym.evaluators.budgets import Z3_RLIMIT, budget_details
+
+z3 = lazy_module("z3")  # loaded on first use (`cm_gym.core.lazy`)
 
 logger = logging.getLogger(__name__)
 

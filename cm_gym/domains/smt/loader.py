@@ -28,8 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import z3
-
+from cm_gym.core.lazy import lazy_module
 from cm_gym.core.paths import data_root
 from cm_gym.core.types import Task
 from cm_gym.domains.base import LoadReport, refused_message
@@ -47,6 +46,8 @@ from cm_gym.domains.smt.evaluator import CPU_LIMIT_S
 from cm_gym.domains.smt.logics import is_logic_name
 from cm_gym.domains.smt.smtlib import SmtFile, parse_smtlib, read_smtlib_text
 from cm_gym.domains.smt.solver import MAX_RLIMIT, SmtConfig
+
+z3 = lazy_module("z3")  # loaded on first use (`cm_gym.core.lazy`)
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-import z3
+from cm_gym.core.lazy import lazy_module
+
+z3 = lazy_module("z3")  # loaded on first use (`cm_gym.core.lazy`)
+
 
 #: the grammar of SMT-LIB logic names (https://smtlib.cs.uiowa.edu/logics.shtml): QF_ prefix,
 #: arrays (A / AX), UF, BV, FP, DT, strings (S), then an arithmetic fragment

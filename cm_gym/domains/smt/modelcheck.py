@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import z3
-
+from cm_gym.core.lazy import lazy_module
 from cm_gym.domains.smt.logics import solver_logic
+
+z3 = lazy_module("z3")  # loaded on first use (`cm_gym.core.lazy`)
 
 #: total z3 resource units one model check may spend, and the most one decision may take
 MODEL_CHECK_RLIMIT = 8_000_000

@@ -23,11 +23,12 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-import z3
-
+from cm_gym.core.lazy import lazy_module
 from cm_gym.domains.smt.errors import ScriptError, SexprError, SmtConfigError, SmtConfigRefused
 from cm_gym.domains.smt.logics import is_logic_name, solver_logic
 from cm_gym.domains.smt.sexpr import Sexpr, parse_sexprs, render
+
+z3 = lazy_module("z3")  # loaded on first use (`cm_gym.core.lazy`)
 
 TACTICS = (
     "smt",
