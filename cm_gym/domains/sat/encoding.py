@@ -350,7 +350,7 @@ class _Compiler:
             self._add([[-a, -b] for a, b in itertools.combinations(lits, 2)])
         else:
             self._guard(len(lits), k)
-            from pysat.card import CardEnc, EncType  # on use: `cm_gym.core.lazy` says why
+            from pysat.card import CardEnc, EncType  # on use: `cm_gym/domains/smt/__init__.py` says why
 
             self._card(CardEnc.atmost(lits=lits, bound=k, top_id=self.top, encoding=EncType.seqcounter))
 
@@ -365,7 +365,7 @@ class _Compiler:
             self._add([[lit] for lit in lits])
         else:
             self._guard(len(lits), len(lits) - k)
-            from pysat.card import CardEnc, EncType  # on use: `cm_gym.core.lazy` says why
+            from pysat.card import CardEnc, EncType  # on use: `cm_gym/domains/smt/__init__.py` says why
 
             self._card(CardEnc.atleast(lits=lits, bound=k, top_id=self.top, encoding=EncType.seqcounter))
 

@@ -127,7 +127,7 @@ def solve(clauses: Sequence[Sequence[int]], n_vars: int, config: SolverConfig) -
         if getattr(processed, "status", True) is False:
             return SolveResult("unsat", None, 0)
         work = processed.clauses
-    from pysat.solvers import Solver  # here, not at import: `cm_gym.core.lazy` says why
+    from pysat.solvers import Solver  # on use: `cm_gym/domains/smt/__init__.py` says why
 
     with Solver(name=config.solver, bootstrap_with=work) as s:
         if config.phase != "default":

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cm_gym.core.lazy import lazy_module
 from cm_gym.core.types import CmGymError, Outcome, Task
 from cm_gym.domains.isolated import IsolatedChecks, IsolatedEvaluator
 from cm_gym.domains.smt.errors import ScriptRefused, SmtConfigError, SmtConfigRefused
@@ -36,7 +35,9 @@ from cm_gym.domains.smt.solver import (
 )
 from cm_gym.evaluators.budgets import Z3_RLIMIT, budget_details
 
-z3 = lazy_module("z3")  # loaded on first use (`cm_gym.core.lazy`)
+if TYPE_CHECKING:
+    pass
+
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +105,8 @@ class SmtEvaluator(IsolatedEvaluator):
 
     def check_here(self, task: Task, text: str) -> Outcome:
         """The check itself, in this process (no wall-clock or hard memory bound of its own)."""
+        import z3  # on use (`cm_gym/domains/smt/__init__.py`)
+
         kind = task.features.get("kind")
         try:
             if kind == "encoding":

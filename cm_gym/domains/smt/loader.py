@@ -26,9 +26,8 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cm_gym.core.lazy import lazy_module
 from cm_gym.core.paths import data_root
 from cm_gym.core.types import Task
 from cm_gym.domains.base import LoadReport, refused_message
@@ -47,7 +46,9 @@ from cm_gym.domains.smt.logics import is_logic_name
 from cm_gym.domains.smt.smtlib import SmtFile, parse_smtlib, read_smtlib_text
 from cm_gym.domains.smt.solver import MAX_RLIMIT, SmtConfig
 
-z3 = lazy_module("z3")  # loaded on first use (`cm_gym.core.lazy`)
+if TYPE_CHECKING:
+    pass
+
 
 logger = logging.getLogger(__name__)
 
@@ -221,6 +222,8 @@ def load_smtlib_tasks(
     files whose header names one of them (default: the shipped three, or every logic under
     `root`); `limit` caps the files per top-level folder; `report` collects refused files, dropped
     tasks and folder/header disagreements instead of raising."""
+    import z3  # on use (`cm_gym/domains/smt/__init__.py`)
+
     chosen = list(logics if logics is not None else families if families is not None else [])
     if root is None:
         base = data_root() / "smt"

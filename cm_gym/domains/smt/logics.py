@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from cm_gym.core.lazy import lazy_module
-
-z3 = lazy_module("z3")  # loaded on first use (`cm_gym.core.lazy`)
+if TYPE_CHECKING:
+    pass
 
 
 #: the grammar of SMT-LIB logic names (https://smtlib.cs.uiowa.edu/logics.shtml): QF_ prefix,
@@ -30,6 +30,8 @@ _SPECIAL = ("ALL", "QF_ALL", "HORN", "QF_FD", "SMTFD", "QF_SEQ")
 @lru_cache(maxsize=512)
 def z3_has_logic(name: str) -> bool:
     """True when z3's `SolverFor(name)` knows the logic (z3 refuses names it does not know)."""
+    import z3  # on use (`cm_gym/domains/smt/__init__.py`)
+
     try:
         z3.SolverFor(name, ctx=z3.Context())
     except z3.Z3Exception:

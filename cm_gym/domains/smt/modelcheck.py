@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from cm_gym.core.lazy import lazy_module
 from cm_gym.domains.smt.logics import solver_logic
 
-z3 = lazy_module("z3")  # loaded on first use (`cm_gym.core.lazy`)
+if TYPE_CHECKING:
+    import z3
+
 
 #: total z3 resource units one model check may spend, and the most one decision may take
 MODEL_CHECK_RLIMIT = 8_000_000
@@ -40,6 +42,8 @@ class ModelCheck:
 
 
 def _count(ctx: z3.Context) -> int:
+    import z3  # on use (`cm_gym/domains/smt/__init__.py`)
+
     try:
         return int(z3.Solver(ctx=ctx).statistics().get_key_value("rlimit count"))
     except z3.Z3Exception:
@@ -54,6 +58,8 @@ class _Decider:
         self.logics = ["auto"] + ([solver_logic(logic)] if solver_logic(logic) != "auto" else [])
 
     def _unsat(self, formula: z3.BoolRef, logic: str) -> bool:
+        import z3  # on use (`cm_gym/domains/smt/__init__.py`)
+
         if self.remaining <= 0:
             return False
         solver = z3.Solver(ctx=self.ctx) if logic == "auto" else z3.SolverFor(logic, ctx=self.ctx)
@@ -71,6 +77,8 @@ class _Decider:
 
     def decide(self, formula: z3.BoolRef) -> bool | None:
         """True / False when z3 settles `formula` under the axioms, None when it cannot."""
+        import z3  # on use (`cm_gym/domains/smt/__init__.py`)
+
         for logic in self.logics:
             if self._unsat(z3.Not(formula), logic):
                 return True
@@ -82,6 +90,8 @@ class _Decider:
 
 def _universe(model: z3.ModelRef, ctx: z3.Context) -> tuple[list[tuple[z3.ExprRef, z3.ExprRef]], list]:
     """Substitutions (universe element → fresh constant) and the finite-universe axioms."""
+    import z3  # on use (`cm_gym/domains/smt/__init__.py`)
+
     subs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
     axioms: list[z3.BoolRef] = []
     for sort in model.sorts():
@@ -107,6 +117,8 @@ def decide_model(
 ) -> ModelCheck:
     """Evaluate every assertion in `model`; decide the closed formulas left over (see module doc).
     `logic` adds z3's solver for that logic as a second decision procedure."""
+    import z3  # on use (`cm_gym/domains/smt/__init__.py`)
+
     true = false = 0
     open_: list[z3.BoolRef] = []
     for assertion in assertions:

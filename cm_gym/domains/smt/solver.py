@@ -21,14 +21,15 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cm_gym.core.lazy import lazy_module
 from cm_gym.domains.smt.errors import ScriptError, SexprError, SmtConfigError, SmtConfigRefused
 from cm_gym.domains.smt.logics import is_logic_name, solver_logic
 from cm_gym.domains.smt.sexpr import Sexpr, parse_sexprs, render
 
-z3 = lazy_module("z3")  # loaded on first use (`cm_gym.core.lazy`)
+if TYPE_CHECKING:
+    import z3
+
 
 TACTICS = (
     "smt",
@@ -68,6 +69,8 @@ _memory_capped = False
 
 def cap_memory(megabytes: int = MEMORY_MAX_MB) -> None:
     """Set z3's global ``memory_max_size`` once per process (a solver run cannot exhaust RAM)."""
+    import z3  # on use (`cm_gym/domains/smt/__init__.py`)
+
     global _memory_capped
     if not _memory_capped:
         z3.set_param("memory_max_size", megabytes)
@@ -170,6 +173,8 @@ def _validate_tactic(t: Sexpr) -> None:
 
 
 def _build_tactic(t: Sexpr, ctx: z3.Context) -> z3.Tactic:
+    import z3  # on use (`cm_gym/domains/smt/__init__.py`)
+
     if isinstance(t, str):
         return z3.Tactic(t, ctx=ctx)
     subs = [_build_tactic(s, ctx) for s in t[1:]]
@@ -190,6 +195,8 @@ def wall_clock_logic(logic: str) -> bool:
 
 def make_solver(config: SmtConfig, ctx: z3.Context) -> z3.Solver:
     """The z3 solver a configuration asks for (in `ctx`), with its resource limit set."""
+    import z3  # on use (`cm_gym/domains/smt/__init__.py`)
+
     if config.tactic != "default":
         solver = _build_tactic(_tactic_tree(config.tactic), ctx).solver()
     elif wall_clock_logic(config.logic):
@@ -202,6 +209,8 @@ def make_solver(config: SmtConfig, ctx: z3.Context) -> z3.Solver:
 
 def run(text: str, config: SmtConfig) -> RunResult:
     """Parse SMT-LIB `text` into a fresh context and check it under `config` (deterministic)."""
+    import z3  # on use (`cm_gym/domains/smt/__init__.py`)
+
     cap_memory()
     ctx = z3.Context()
     try:
@@ -235,6 +244,8 @@ def _z3_message(exc: z3.Z3Exception) -> str:
 
 def const_for(name: str, sort: str, ctx: z3.Context) -> z3.ExprRef | None:
     """The z3 constant `name` of an SMT-LIB sort text (Int, Real, Bool, (_ BitVec w)), or None."""
+    import z3  # on use (`cm_gym/domains/smt/__init__.py`)
+
     if sort == "Int":
         return z3.Int(name, ctx)
     if sort == "Real":
@@ -247,6 +258,8 @@ def const_for(name: str, sort: str, ctx: z3.Context) -> z3.ExprRef | None:
 
 def python_value(value: z3.ExprRef) -> int | Fraction | bool | None:
     """A model value as a Python int / Fraction / bool (None for irrational or other values)."""
+    import z3  # on use (`cm_gym/domains/smt/__init__.py`)
+
     if z3.is_int_value(value) or z3.is_bv_value(value):
         return int(value.as_long())
     if z3.is_rational_value(value):
