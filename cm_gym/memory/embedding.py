@@ -39,6 +39,10 @@ from cm_gym.memory.errors import EmbedderMismatchError
 DIM = 512
 DEFAULT_NGRAM_RANGE = (3, 5)
 _WORD_CACHE_SIZE = 200_000
+#: longer words are hashed every time, not cached: a word's entry holds one index per n-gram (about
+#: three per character), so with this cap and 16-bit indices the cache stays under ~80 MB even when
+#: untrusted text (model output) is made of distinct long tokens
+_MAX_CACHED_WORD = 64
 _ID = re.compile(r"hashing-char_wb-(\d+)to(\d+)-(\d+)-v1")
 _MEMOS: dict[str, WorkMemo] = {}
 
@@ -165,13 +169,15 @@ class Embedder:
 
     def _word_indices(self, word: str) -> np.ndarray:
         """The feature index of each n-gram of one whitespace-free word (repeats kept: a count
-        is how often an index occurs), cached: the vocabulary of a benchmark's texts is small."""
+        is how often an index occurs), cached up to `_MAX_CACHED_WORD` characters: the vocabulary
+        of a benchmark's texts is small."""
         found = self._words.get(word)
         if found is None:
             found = hashed_indices(char_wb_ngrams(word, self.ngram_range), self.dim)
-            if len(self._words) >= _WORD_CACHE_SIZE:
-                self._words.clear()
-            self._words[word] = found
+            if len(word) <= _MAX_CACHED_WORD:
+                if len(self._words) >= _WORD_CACHE_SIZE:
+                    self._words.clear()
+                self._words[word] = found
         return found
 
     def embed_one(self, text: str) -> np.ndarray:

@@ -207,3 +207,20 @@ def test_invalid_configurations_are_refused() -> None:
     for kw in ({"ngram_range": (0, 2)}, {"ngram_range": (4, 3)}, {"n_features": 0}):
         with pytest.raises(ValueError, match="invalid embedder"):
             Embedder(**kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dim", [DIM, 70_000])
+def test_long_words_are_hashed_like_sklearn_and_not_cached(dim: int) -> None:
+    """Untrusted text may be made of long distinct tokens (a blob in model output): their rows
+    are still sklearn's, 16-bit indices or wider ones alike, and only words up to
+    `_MAX_CACHED_WORD` characters enter the word cache, which bounds its memory."""
+    from cm_gym.memory.embedding import _MAX_CACHED_WORD
+
+    rng = np.random.default_rng(dim)
+    long_words = ["".join(rng.choice(list("abcdefXYZ0189+/="), size=int(n))) for n in (65, 200, 2000)]
+    short = "a" * _MAX_CACHED_WORD
+    texts = [" ".join(long_words), f"SELECT {short} FROM t", long_words[2]]
+    embedder = Embedder(n_features=dim)
+    reference = np.asarray(embedder.reference_vectorizer().transform(texts).toarray(), dtype=np.float32)
+    assert embedder.embed(texts).tobytes() == reference.tobytes()
+    assert short in embedder._words and not any(w in embedder._words for w in long_words)
