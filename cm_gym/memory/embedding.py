@@ -83,7 +83,7 @@ def hashed_indices(ngrams: list[str], n_features: int) -> np.ndarray:
         dtype=np.int64,
         count=len(ngrams),
     )
-    return (np.abs(hashes) % n_features).astype(np.intp)
+    return (np.abs(hashes) % n_features).astype(np.uint16 if n_features <= 1 << 16 else np.intp)
 
 
 def l2_rows(rows: np.ndarray) -> np.ndarray:

@@ -224,3 +224,4 @@ def test_long_words_are_hashed_like_sklearn_and_not_cached(dim: int) -> None:
     reference = np.asarray(embedder.reference_vectorizer().transform(texts).toarray(), dtype=np.float32)
     assert embedder.embed(texts).tobytes() == reference.tobytes()
     assert short in embedder._words and not any(w in embedder._words for w in long_words)
+    assert embedder._words[short].dtype == (np.uint16 if dim <= 1 << 16 else np.intp)  # the 16-bit bound

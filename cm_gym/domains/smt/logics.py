@@ -12,11 +12,6 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
 
 #: the grammar of SMT-LIB logic names (https://smtlib.cs.uiowa.edu/logics.shtml): QF_ prefix,
 #: arrays (A / AX), UF, BV, FP, DT, strings (S), then an arithmetic fragment
