@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cm_gym.core.types import CmGymError, Outcome, Task
 from cm_gym.domains.isolated import IsolatedChecks, IsolatedEvaluator
@@ -34,10 +34,6 @@ from cm_gym.domains.smt.solver import (
     run,
 )
 from cm_gym.evaluators.budgets import Z3_RLIMIT, budget_details
-
-if TYPE_CHECKING:
-    pass
-
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cm_gym.core.paths import data_root
 from cm_gym.core.types import Task
@@ -45,10 +45,6 @@ from cm_gym.domains.smt.evaluator import CPU_LIMIT_S
 from cm_gym.domains.smt.logics import is_logic_name
 from cm_gym.domains.smt.smtlib import SmtFile, parse_smtlib, read_smtlib_text
 from cm_gym.domains.smt.solver import MAX_RLIMIT, SmtConfig
-
-if TYPE_CHECKING:
-    pass
-
 
 logger = logging.getLogger(__name__)
 
