@@ -16,6 +16,16 @@ Python's hashes of small integers collide on purpose-built values (``hash(-1) ==
 ``Counter`` of 20,000 such rows took minutes in the trusted process. Every normalised value is
 type-tagged and the values of one tag are mutually comparable, so rows have a total order and a
 sort costs O(n log n) comparisons whatever the values are.
+
+*Plain results* skip the tags. When both results hold only exact ``int``, ``str``, ``bytes`` and
+NULL values in tuples (no float: only floats are rounded), a value equals another exactly when its
+tagged form does, and wherever Python can order two raw rows it orders them as their tagged forms
+(the first differing column decides, with the same type on both sides). A comparison that would need
+the tags (an int against a text in one column, two NULLs in a bare column) raises ``TypeError``;
+then the whole comparison is done again on the tagged forms. So the verdict, the score and the hint
+never depend on the path (tested against the tagged path on random results), and a wrong answer's
+rows are not copied into tagged tuples on every check (issue 35: the world model's cost beside plain
+sqlite3).
 """
 
 from __future__ import annotations
@@ -73,6 +83,21 @@ class Comparison:
     hint: str
 
 
+_new = object.__new__
+
+
+def _wrong(partial: float, hint: str) -> Comparison:
+    """``Comparison(False, partial, hint)`` without the frozen dataclass's `__init__` (one
+    ``object.__setattr__`` per field): an equal, ordinary Comparison, built on every wrong answer."""
+    out = _new(Comparison)
+    out.__dict__.update(correct=False, partial=partial, hint=hint)
+    return out
+
+
+#: the one Comparison of every right answer (frozen: shared)
+_RIGHT = Comparison(True, 1.0, "")
+
+
 @dataclass
 class Result:
     """A query result: raw rows, column count, and (lazily) its normalised rows."""
@@ -82,6 +107,8 @@ class Result:
     digits: int = 10
     _norm: list[Row] | None = None
     _sorted: list[Row] | None = None
+    _plain: bool | None = None
+    _plain_sorted: list[Row] | None = None
 
     @property
     def norm(self) -> list[Row]:
@@ -96,14 +123,43 @@ class Result:
             self._sorted = sorted(self.norm)
         return self._sorted
 
+    @property
+    def plain(self) -> bool:
+        """Whether the rows are tuples of exact ``int``, ``str``, ``bytes`` and NULL values only
+        (module doc: they compare as their tagged forms do). Two C-level passes, no Python loop."""
+        if self._plain is None:
+            self._plain = (
+                set(map(type, self.rows)) <= _TUPLE
+                and set(map(type, itertools.chain.from_iterable(self.rows))) <= _PLAIN
+            )
+        return self._plain
+
+    def rows_as(self, plain: bool) -> list[Row]:
+        """The rows themselves (`plain`) or their tagged forms (`norm`)."""
+        return self.rows if plain else self.norm
+
+    def sorted_as(self, plain: bool) -> list[Row]:
+        """`rows_as(plain)` in order (may raise ``TypeError`` when `plain`: module doc)."""
+        if not plain:
+            return self.sorted
+        if self._plain_sorted is None:
+            self._plain_sorted = sorted(self.rows)
+        return self._plain_sorted
+
+
+_TUPLE = frozenset({tuple})
+_PLAIN = frozenset({int, str, bytes, type(None)})
+
 
 def _overlap(a: list[Row], b: list[Row]) -> int:
     """Size of the multiset intersection of two sorted row lists (one merge walk)."""
     i = j = n = 0
-    while i < len(a) and j < len(b):
-        if a[i] == b[j]:
+    la, lb = len(a), len(b)
+    while i < la and j < lb:
+        x, y = a[i], b[j]
+        if x == y:
             n, i, j = n + 1, i + 1, j + 1
-        elif a[i] < b[j]:
+        elif x < y:
             i += 1
         else:
             j += 1
@@ -111,15 +167,16 @@ def _overlap(a: list[Row], b: list[Row]) -> int:
 
 
 def _distinct(rows: list[Row]) -> list[Row]:
-    """The distinct rows of a sorted list, in order."""
-    return [r for k, r in enumerate(rows) if k == 0 or r != rows[k - 1]]
+    """The distinct rows of a sorted list, in order (equal neighbours grouped; ``==`` only)."""
+    return [r for r, _ in itertools.groupby(rows)]
 
 
-def _permutations(pred: Result, ref: Result) -> list[tuple[int, ...]]:
+def _permutations(pred: Result, ref: Result, plain: bool) -> list[tuple[int, ...]]:
     """Column orders of `pred` whose per-column value multisets match those of `ref`."""
     n = ref.ncols
-    sig_ref = [sorted(r[i] for r in ref.norm) for i in range(n)]
-    sig_pred = [sorted(r[i] for r in pred.norm) for i in range(n)]
+    ref_rows, pred_rows = ref.rows_as(plain), pred.rows_as(plain)
+    sig_ref = [_column(ref_rows, i, plain) for i in range(n)]
+    sig_pred = [_column(pred_rows, i, plain) for i in range(n)]
     options = [[j for j in range(n) if sig_pred[j] == sig_ref[i]] for i in range(n)]
     if any(not o for o in options):
         return []
@@ -132,37 +189,63 @@ def _permutations(pred: Result, ref: Result) -> list[tuple[int, ...]]:
     return out
 
 
-def _equal(pred_rows: Sequence[Row], ref: Result, ordered: bool) -> bool:
-    return list(pred_rows) == ref.norm if ordered else sorted(pred_rows) == ref.sorted
+def _column(rows: list[Row], i: int, plain: bool) -> tuple[int, list[Any]]:
+    """Column `i`'s values as a multiset: (NULLs, the other values in order). Raw values cannot
+    order NULLs (``None < None`` raises), so they are counted apart; the tagged ones need not be."""
+    values = [r[i] for r in rows]
+    if not plain:
+        return 0, sorted(values)
+    nulls = values.count(None)
+    return nulls, sorted([v for v in values if v is not None] if nulls else values)
+
+
+def _equal(pred_rows: Sequence[Row], ref: Result, ordered: bool, plain: bool) -> bool:
+    if ordered:
+        return list(pred_rows) == ref.rows_as(plain)
+    return sorted(pred_rows) == ref.sorted_as(plain)
 
 
 def compare(pred: Result, ref: Result, *, ordered: bool) -> Comparison:
     """Compare `pred` with the reference result `ref` (see the module docstring)."""
     if pred.ncols == ref.ncols and pred.rows == ref.rows:
-        return Comparison(True, 1.0, "")
+        return _RIGHT
     if not pred.rows and not ref.rows:
-        return Comparison(True, 1.0, "")
+        return _RIGHT
     if pred.ncols != ref.ncols:
-        return Comparison(False, 0.0, f"wrong number of columns ({pred.ncols} instead of {ref.ncols})")
-    if _equal(pred.norm, ref, ordered):
-        return Comparison(True, 1.0, "")
+        return _wrong(0.0, f"wrong number of columns ({pred.ncols} instead of {ref.ncols})")
+    if pred.plain and ref.plain:
+        try:
+            return _compare(pred, ref, ordered, True)
+        except TypeError:
+            pass  # an order only the tags give (module doc): the tagged path decides
+    return _compare(pred, ref, ordered, False)
+
+
+def _compare(pred: Result, ref: Result, ordered: bool, plain: bool) -> Comparison:
+    """`compare` past its shortcuts, on the raw rows (`plain`) or on the tagged ones."""
+    if ordered:
+        if _equal(pred.rows_as(plain), ref, ordered, plain):
+            return _RIGHT
+    elif pred.sorted_as(plain) == ref.sorted_as(plain):
+        return _RIGHT
     if ref.ncols > 1 and len(pred.rows) == len(ref.rows):
-        for perm in _permutations(pred, ref):
-            permuted = [tuple(r[j] for j in perm) for r in pred.norm]
-            if _equal(permuted, ref, ordered):
-                return Comparison(True, 1.0, "")
-    return _explain(pred, ref, ordered)
+        for perm in _permutations(pred, ref, plain):
+            permuted = [tuple(r[j] for j in perm) for r in pred.rows_as(plain)]
+            if _equal(permuted, ref, ordered, plain):
+                return _RIGHT
+    return _explain(pred, ref, ordered, plain)
 
 
-def _explain(pred: Result, ref: Result, ordered: bool) -> Comparison:
-    overlap = _overlap(pred.sorted, ref.sorted)
+def _explain(pred: Result, ref: Result, ordered: bool, plain: bool = False) -> Comparison:
+    pred_sorted, ref_sorted = pred.sorted_as(plain), ref.sorted_as(plain)
+    overlap = _overlap(pred_sorted, ref_sorted)
     size = max(len(pred.rows), len(ref.rows), 1)
     partial = overlap / size
-    if ordered and pred.sorted == ref.sorted:
-        return Comparison(False, min(0.99, 0.5 * partial), "the right rows in the wrong order")
-    if _distinct(pred.sorted) == _distinct(ref.sorted):
+    if ordered and pred_sorted == ref_sorted:
+        return _wrong(min(0.99, 0.5 * partial), "the right rows in the wrong order")
+    if _distinct(pred_sorted) == _distinct(ref_sorted):
         hint = "the right distinct rows, but with the wrong number of repeats (check DISTINCT)"
-        return Comparison(False, min(0.99, partial), hint)
+        return _wrong(min(0.99, partial), hint)
     extra = len(pred.rows) - overlap
     missing = len(ref.rows) - overlap
     bits = []
@@ -170,4 +253,4 @@ def _explain(pred: Result, ref: Result, ordered: bool) -> Comparison:
         bits.append(f"{extra} returned row(s) are not in the expected result")
     if missing:
         bits.append(f"{missing} expected row(s) are missing")
-    return Comparison(False, min(0.99, partial), "; ".join(bits) or "the values differ")
+    return _wrong(min(0.99, partial), "; ".join(bits) or "the values differ")

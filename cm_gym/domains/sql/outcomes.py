@@ -19,29 +19,32 @@ def scored(
     budget: dict[str, Any] | None = None,
 ) -> Outcome:
     """The scored Outcome (`cmp` None means "equal to the reference")."""
+    nrows, ncols = len(result.rows), result.ncols
     details = {
-        "rows": len(result.rows),
-        "cols": result.ncols,
+        "rows": nrows,
+        "cols": ncols,
         "expected_rows": len(expected.rows),
         "expected_cols": expected.ncols,
         "ordered": ordered,
-        **(budget or {}),
     }
-    shape = f"{len(result.rows)} row(s) x {result.ncols} column(s)"
+    if budget:
+        details.update(budget)
+    shape = f"{nrows} row(s) x {ncols} column(s)"
     if cmp is None or cmp.correct:
-        return Outcome(
-            1.0, True, f"Correct: the query returns the expected result ({shape}).", details=details
-        )
+        return _outcome(1.0, True, f"Correct: the query returns the expected result ({shape}).", "", details)
     feedback = (
         f"Wrong result: the query returned {shape}; the expected result has "
         f"{len(expected.rows)} row(s) x {expected.ncols} column(s)."
     )
     if cmp.hint:
         feedback += f" Hint: {cmp.hint}."
-    score = cmp.partial if partial else 0.0
     details["graded"] = cmp.partial  # result-set overlap (compare.py): graded evidence, not U
-    return Outcome(
-        score, False, truncate(feedback, TRUNCATION["feedback"]), reason="wrong result", details=details
+    return _outcome(
+        cmp.partial if partial else 0.0,
+        False,
+        truncate(feedback, TRUNCATION["feedback"]),
+        "wrong result",
+        details,
     )
 
 
@@ -55,6 +58,16 @@ def solved_like(solved: Outcome, details: dict[str, Any]) -> Outcome:
     outcome = _new(Outcome)
     outcome.__dict__.update(solved.__dict__)
     outcome.__dict__["details"] = details
+    return outcome
+
+
+def _outcome(score: float, solved: bool, feedback: str, reason: str, details: dict[str, Any]) -> Outcome:
+    """``Outcome(score, solved, feedback, reason=reason, details=details)`` (status "ok") the way
+    `solved_like` builds it: every scored check makes one."""
+    outcome = _new(Outcome)
+    outcome.__dict__.update(
+        score=score, solved=solved, feedback=feedback, status="ok", reason=reason, details=details
+    )
     return outcome
 
 

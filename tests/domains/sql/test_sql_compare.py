@@ -87,3 +87,109 @@ def test_norm_rows_equals_norm_value_on_every_type() -> None:
         assert [type(v) for r in fast for _, v in r] == [type(v) for r in slow for _, v in r]
     nan = norm_rows([(float("nan"),)], 10)
     assert nan == [(norm_value(float("nan"), 10),)]
+
+
+# -- the plain path (rows compared untagged) -----------------------------------------------------
+PLAIN_VALUES = st.one_of(
+    st.none(), st.integers(-3, 3), st.sampled_from([2**70, -(2**70)]), st.sampled_from(["a", "b", "1", ""]),
+    st.sampled_from([b"x", b"", b"1"]),
+)  # fmt: skip
+#: values only the tags compare right: rounded floats (0.1 + 0.2 equals 0.3), a NaN built afresh
+#: each time (equal to another NaN only when tagged), a bool (1 when tagged)
+ODD_VALUES = st.one_of(st.sampled_from([0.1 + 0.2, 0.3, 1.0, True]), st.builds(float, st.just("nan")))
+ANY_VALUES = st.one_of(PLAIN_VALUES, PLAIN_VALUES, PLAIN_VALUES, ODD_VALUES)
+
+
+def _tagged(pred: Result, ref: Result, ordered: bool) -> tuple[bool, float, str]:
+    """What the tagged path alone says (fresh copies: no cached state shared with the other path)."""
+    from cm_gym.domains.sql import compare as cmp
+
+    a, b = Result(list(pred.rows), pred.ncols), Result(list(ref.rows), ref.ncols)
+    if a.ncols == b.ncols and a.rows == b.rows or (not a.rows and not b.rows):
+        return True, 1.0, ""
+    if a.ncols != b.ncols:
+        got = compare(a, b, ordered=ordered)
+    else:
+        got = cmp._compare(a, b, ordered, False)
+    return got.correct, got.partial, got.hint
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.integers(1, 3).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(*[ANY_VALUES] * n), max_size=7),
+            st.lists(st.tuples(*[ANY_VALUES] * n), max_size=7),
+        )  # fmt: skip
+    ),
+    st.booleans(),
+    st.booleans(),
+    st.randoms(use_true_random=False),
+)
+def test_plain_path_gives_the_tagged_verdict(case: tuple, ordered: bool, near: bool, rnd: Any) -> None:
+    """Same verdict, score and hint as the tagged path on results of ints, texts, bytes and NULLs
+    mixed within columns (where the raw rows cannot be ordered), on shuffled and permuted copies,
+    and with values that need the tags (rounded floats, NaNs, bools) on either side."""
+    ncols, pred_rows, other = case
+    ref_rows = list(pred_rows) if near else other
+    if near and rnd.random() < 0.7:  # a near copy: shuffled, a row repeated, columns swapped
+        rnd.shuffle(ref_rows)
+        if ref_rows and rnd.random() < 0.5:
+            ref_rows[rnd.randrange(len(ref_rows))] = ref_rows[0]
+        if ncols > 1 and rnd.random() < 0.3:
+            ref_rows = [r[::-1] for r in ref_rows]
+    pred, ref = Result(pred_rows, ncols), Result(ref_rows, ncols)
+    got = compare(pred, ref, ordered=ordered)
+    assert (got.correct, got.partial, got.hint) == _tagged(pred, ref, ordered)
+
+
+def test_plain_results_are_compared_without_tags() -> None:
+    """Two results of SQLite's int/text/blob/NULL values are compared on their rows: no tagged copy
+    is built (the speed path exists); a float, a bool or a list row sends both to the tagged path."""
+    pred = Result([(1, "a", None), (2, "b", b"z")], 3)
+    ref = Result([(2, "b", b"z"), (3, "c", None)], 3)
+    got = compare(pred, ref, ordered=False)
+    assert not got.correct and got.partial == 0.5
+    assert pred.plain and ref.plain and pred._norm is None and ref._norm is None
+    for odd in ([(1.0, "a", None)], [(True, "a", None)], [[1, "a", None]]):
+        assert not Result(odd, 3).plain
+    mixed = Result([(1,), ("1",), (None,)], 1)  # int and text in one column: only the tags order them
+    assert compare(mixed, Result([("1",), (None,), (1,)], 1), ordered=False).correct
+    assert mixed._norm is not None
+
+
+@pytest.mark.parametrize("value", [1, "a", b"a", None, 1.5])
+def test_repeats_hint_on_both_paths(value: Any) -> None:
+    """A duplicated row is named as a repeat (DISTINCT) with the overlap as its score, whether the
+    rows are compared raw (int, text, blob, NULL) or tagged (float)."""
+    got = compare(Result([(value, 0), (value, 0), (2, 0)], 2), Result([(2, 0), (value, 0)], 2), ordered=False)
+    assert not got.correct and "wrong number of repeats" in got.hint and got.partial == pytest.approx(2 / 3)
+    missing = compare(Result([(value, 0)], 2), Result([(2, 0), (value, 0)], 2), ordered=True)
+    assert missing.hint == "1 expected row(s) are missing" and missing.partial == 0.5
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_scored_outcomes_equal_ones_built_by_the_dataclass(partial: bool) -> None:
+    """`scored` builds its Outcome without the frozen dataclass's __init__ (a hot path): the
+    result is an ordinary Outcome, equal, hashed and shown as one built the usual way."""
+    import dataclasses
+
+    from cm_gym.core.types import Outcome
+    from cm_gym.domains.sql.outcomes import scored
+
+    pred, ref = Result([(1, "a"), (1, "a")], 2), Result([(1, "a")], 2)
+    budget = {"budget_kind": "sqlite-vm-steps", "budget_limit": 10, "budget_used": 3}
+    got = scored(pred, ref, False, compare(pred, ref, ordered=False), partial, budget)
+    details = {"rows": 2, "cols": 2, "expected_rows": 1, "expected_cols": 2, "ordered": False, **budget,
+               "graded": 0.5}  # fmt: skip
+    feedback = ("Wrong result: the query returned 2 row(s) x 2 column(s); the expected result has 1 row(s) x "
+                "2 column(s). Hint: the right distinct rows, but with the wrong number of repeats (check DISTINCT).")  # fmt: skip
+    usual = Outcome(0.5 if partial else 0.0, False, feedback, reason="wrong result", details=details)
+    assert type(got) is Outcome and got == usual and hash(got) == hash(usual) and repr(got) == repr(usual)
+    assert dataclasses.asdict(got) == dataclasses.asdict(usual) and list(got.details) == list(details)
+    right = scored(ref, ref, True, None, partial)
+    assert right == Outcome(1.0, True, "Correct: the query returns the expected result (1 row(s) x 2 column(s)).",
+                            details={"rows": 1, "cols": 2, "expected_rows": 1, "expected_cols": 2, "ordered": True})  # fmt: skip
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        got.score = 1.0  # type: ignore[misc]
