@@ -14,7 +14,8 @@ Contract:
   libraries it calls in it (the file name carries it; a file of another version is never read);
 - values are bytes or text, written by the caller's encoder and read back by its decoder; a value
   the decoder refuses is a miss (`get` never raises);
-- writes are batched (`FLUSH_EVERY`, and at interpreter exit); a process killed before its flush
+- writes are batched: `FLUSH_EVERY` entries, or the first write `FLUSH_SECONDS` after the last
+  batch, and at interpreter exit; a process killed before its flush
   only loses work that will be done again. ``INSERT OR IGNORE``: the first writer wins, and any
   writer writes the same value;
 - a cache file that cannot be opened, is not a work memo, or fails a read or a write turns the
@@ -42,6 +43,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from importlib import metadata
@@ -53,7 +55,13 @@ from cm_gym.core.paths import cache_root
 logger = logging.getLogger(__name__)
 
 FORMAT = "cm_gym.workmemo/1"
-FLUSH_EVERY = 64
+#: entries per write transaction. A transaction costs far more than the rows it adds (the lock, the
+#: log, the index pages the random keys touch): at 64 the writes took 5-6% of a cold SQL-v0 process's
+#: first 2,000 decisions (issue 35); at 1,024 a few hundred kilobytes wait in memory
+FLUSH_EVERY = 1024
+#: a batch is also written at the first write this many seconds after the last one, so that other
+#: processes (a vector env's workers) see a slow process's work
+FLUSH_SECONDS = 30.0
 MAX_ROWS = 2_000_000
 #: files up to this size (with their write-ahead log) are read whole when opened (module doc)
 PRELOAD_BYTES = 64 << 20
@@ -125,6 +133,7 @@ class WorkMemo:
         self._root: str | None = None  # the $CM_GYM_CACHE the open connection belongs to
         self.hits = self.misses = 0
         self._pending: dict[bytes, bytes | str] = {}
+        self._flushed_at = time.monotonic()  # when the last batch was written (or the memo made)
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
         self._off = False
@@ -238,7 +247,7 @@ class WorkMemo:
             if self._off or not self._writable:
                 return
             self._pending[key] = value
-            if len(self._pending) >= FLUSH_EVERY:
+            if len(self._pending) >= FLUSH_EVERY or time.monotonic() - self._flushed_at >= FLUSH_SECONDS:
                 self._flush()
 
     def flush(self) -> None:
@@ -270,6 +279,7 @@ class WorkMemo:
             return
         items = list(self._pending.items())
         self._pending.clear()
+        self._flushed_at = time.monotonic()
         try:
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany("INSERT OR IGNORE INTO memo VALUES (?, ?)", items)

@@ -66,6 +66,28 @@ def test_writes_wait_for_a_batch_or_a_flush(cache: Path) -> None:
     assert reader.get(memo_key("up", "q0")) == "Q0"
 
 
+def test_a_slow_writer_writes_its_batch_after_flush_seconds(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch that fills slowly is written at the first write `FLUSH_SECONDS` after the last
+    batch, so other processes see it; before then it waits."""
+    clock = [1000.0]
+    monkeypatch.setattr(workmemo.time, "monotonic", lambda: clock[0])
+    memo = WorkMemo("t", "slow")
+    calls: list[str] = []
+    through(memo, "a", calls)
+    clock[0] += workmemo.FLUSH_SECONDS - 1
+    through(memo, "b", calls)
+    reader = WorkMemo("t", "slow")
+    assert reader.get(memo_key("up", "a")) is None
+    reader.close()
+    clock[0] += 1
+    through(memo, "c", calls)  # FLUSH_SECONDS since the memo was made: the batch is written
+    assert [reader.get(memo_key("up", q)) for q in "abc"] == ["A", "B", "C"]
+    reader.close()
+    clock[0] += 1
+    through(memo, "d", calls)  # one second after that batch: waits again
+    assert reader.get(memo_key("up", "d")) is None
+
+
 def test_a_memo_empty_when_opened_is_not_read_back(cache: Path) -> None:
     """The first process on a machine pays no lookups: it only writes (module doc)."""
     memo = WorkMemo("t", "first")
