@@ -66,7 +66,9 @@ def test_writes_wait_for_a_batch_or_a_flush(cache: Path) -> None:
     assert reader.get(memo_key("up", "q0")) == "Q0"
 
 
-def test_a_slow_writer_writes_its_batch_after_flush_seconds(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_slow_writer_writes_its_batch_after_flush_seconds(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A batch that fills slowly is written at the first write `FLUSH_SECONDS` after the last
     batch, so other processes see it; before then it waits."""
     clock = [1000.0]
