@@ -20,6 +20,10 @@ B's memo, so B was neither warm nor cold.) Each tree's *start* is printed too: t
 from the interpreter's start to the first decision (imports, `gym.make` with its store already
 built, the first `reset`), the median over its warm runs — what every new process (a run, a
 vector env's worker, a test) pays before its first decision.
+
+`series` (``bench_env.py --series N``) times processes 1..N on one fresh cache instead: the first
+process ever on a machine (it builds the default store), the second (the *warm* above), and so on,
+each from a fresh `gym.make` over its first decisions.
 """
 
 from __future__ import annotations
@@ -157,3 +161,35 @@ def compare(rev: str, env_ids: list[str], decisions: int, pairs: int) -> None:
                 f"{env_id:24s} start (imports, gym.make with its store built, the first reset), CPU-s, "
                 f"warm runs: A median {statistics.median(start['A']):.2f}, B {statistics.median(start['B']):.2f}"
             )
+
+
+def series(rev: str | None, env_ids: list[str], decisions: int, processes: int) -> None:
+    """Print, per env id, decisions per CPU-second of process 1, 2, … `processes` on a machine:
+    each a fresh process (seed k) with a fresh `gym.make`, over its first `decisions` decisions,
+    in one fresh cache that every process leaves its work memo in. Process 1 builds the default
+    store in its `gym.make` (untimed, but that build fills part of the memo: the first process
+    ever). With `rev`, the same series of that commit runs interleaved (A1 B1 A2 B2 …), each
+    tree in its own cache, and the ratio is printed per process."""
+    repo = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="cm_gym_series_") as tmp:
+        trees = {"A": repo}
+        label = f"A = working tree {repo}"
+        if rev is not None:
+            trees["B"] = Path(tmp) / "tree"
+            label += f", B = {rev} ({_unpack(rev, repo, Path(tmp))})"
+        print(
+            f"{label}; process k on a machine (seed k): a fresh process, gym.make and {decisions} "
+            "decisions in a cache the earlier processes left (process 1 builds the default store)"
+        )
+        for env_id in env_ids:
+            caches = {name: Path(tmp) / f"cache-{name}-{env_id.replace('/', '_')}" for name in trees}
+            for k in range(1, processes + 1):
+                rates = {}
+                for name in trees if k % 2 else reversed(trees):
+                    m = _measure(trees[name], env_id, decisions, k, caches[name])
+                    rates[name] = (decisions / m["cpu"], m["start_cpu"])
+                line = "  ".join(
+                    f"{n} {r:7.1f} /CPU-s (start {c:.2f} s)" for n, (r, c) in sorted(rates.items())
+                )
+                ratio = f"  A/B {rates['A'][0] / rates['B'][0]:.2f}" if "B" in rates else ""
+                print(f"{env_id:24s} process {k}: {line}{ratio}", flush=True)

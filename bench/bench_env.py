@@ -4,10 +4,13 @@ the evaluator / LLM / retrieval / features (the env's `profile=True` accumulator
 
     python bench/bench_env.py [--benchmark SQL] [--decisions 3000] [--store PATH]
     python bench/bench_env.py --compare 5445140 [--ids cm_gym/SQL-v0 ...] [--decisions 2000] [--pairs 4]
+    python bench/bench_env.py --series 6 [--compare 5445140] [--ids ...] [--decisions 2000]
 
 `--compare REV` times this tree against commit REV instead, interleaved A B A B, each from a fresh
 `gym.make` over its first `--decisions` decisions, in decisions per CPU-second, with the ratio per
-pair and its median (`bench/_env_compare.py`).
+pair and its median (`bench/_env_compare.py`). `--series N` runs processes 1..N on one fresh
+cache, each from a fresh `gym.make` over its first `--decisions` decisions: the first process on a
+machine, the second, … (with `--compare REV`, REV's series too, interleaved, and the ratio).
 
 Target (issue 5): ≥ 500 decisions/s per core. The policy is uniformly random over valid actions,
 so both skips and record revisions are exercised.
@@ -83,7 +86,16 @@ def main() -> None:
     parser.add_argument("--compare", metavar="REV", default=None, help="time this tree against commit REV")
     parser.add_argument("--ids", nargs="+", default=["cm_gym/SQL-v0"], help="env ids for --compare")
     parser.add_argument("--pairs", type=int, default=4, help="A/B pairs for --compare")
+    parser.add_argument(
+        "--series", type=int, metavar="N", default=0,
+        help="processes 1..N on a fresh cache, each from a fresh gym.make (with --compare: REV's too, interleaved)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.series:
+        from _env_compare import series
+
+        series(args.compare, args.ids, args.decisions, args.series)
+        return
     if args.compare:
         from _env_compare import compare
 
