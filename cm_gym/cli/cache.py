@@ -5,6 +5,13 @@ The default stores that ``gymnasium.make`` builds on first use (``stores/``):
 cm-gym cache list  [--benchmark NAME] [--json]     (state, records, size, age of each snapshot)
 cm-gym cache clear [--benchmark NAME] [--dry-run]  (never removes one another process is using)
 
+The work memo (``work/``: pure work every process would redo; `cm_gym.core.workmemo_files`):
+
+cm-gym cache list  --work [--json]                 (size, last use, state of each file)
+cm-gym cache clear --work [--unused-days N] [--dry-run]  (files no live process holds; with N,
+                                                    only those unused for N days: an upgrade's
+                                                    old versions)
+
 The LLM response cache as a portable artefact:
 
 cm-gym cache stats  [--llm-cache PATH] [--json]
@@ -36,10 +43,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     csub.required = True
     q = csub.add_parser("list", help="the default stores built by gymnasium.make / default_snapshot")
     q.add_argument("--benchmark", default=None, help="only this benchmark's stores")
+    q.add_argument("--work", action="store_true", help="list the work memo's files instead")
     q.add_argument("--json", action="store_true", help="print the entries as JSON")
     q.set_defaults(func=run_list)
     q = csub.add_parser("clear", help="remove cached default stores (rebuilt on next use)")
     q.add_argument("--benchmark", default=None, help="only this benchmark's stores")
+    q.add_argument("--work", action="store_true", help="remove the work memo's files instead")
+    q.add_argument(
+        "--unused-days",
+        type=_days,
+        default=None,
+        metavar="N",
+        help="with --work: only files no process has opened for N days (e.g. an upgrade's old versions)",
+    )
     q.add_argument("--dry-run", action="store_true", help="only print what would be removed")
     q.set_defaults(func=run_clear)
 
@@ -72,6 +88,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="also import entries without a stored request (their key cannot be verified)",
     )
     q.set_defaults(func=run_import)
+
+
+def _days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of days, got {text!r}") from None
+    if not days >= 0 or days == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of days >= 0, got {text!r}")
+    return days
 
 
 def _cache(args: argparse.Namespace, mode: str):  # noqa: ANN202 - ResponseCache, imported lazily
@@ -126,6 +152,9 @@ def run_import(args: argparse.Namespace) -> int:
 
 def run_list(args: argparse.Namespace) -> int:
     from cm_gym.core.paths import cache_root
+
+    if args.work:
+        return _list_work(args)
     from cm_gym.memory.default_cache import list_default_stores
 
     entries = list_default_stores(args.benchmark)
@@ -148,6 +177,12 @@ def run_list(args: argparse.Namespace) -> int:
 def run_clear(args: argparse.Namespace) -> int:
     from cm_gym.memory.default_cache import clear_default_stores
 
+    if args.work:
+        return _clear_work(args)
+    if args.unused_days is not None:
+        print("cm-gym: error: --unused-days applies to the work memo: add --work", file=sys.stderr)
+        return 2
+
     removed, skipped = clear_default_stores(args.benchmark, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for path in removed:
@@ -155,4 +190,38 @@ def run_clear(args: argparse.Namespace) -> int:
     for path in skipped:
         print(f"skipped {path}: in use by another process", file=sys.stderr)
     print(f"{verb} {len(removed)} default store(s); {len(skipped)} in use")
+    return 0
+
+
+def _list_work(args: argparse.Namespace) -> int:
+    from cm_gym.core.workmemo_files import work_files, work_folder
+
+    files = work_files()
+    if args.json:
+        print(json.dumps([f.to_dict() for f in files], indent=2))
+        return 0
+    print(f"work memo in {work_folder()}")
+    if not files:
+        print("  none (the first process on this machine writes it)")
+        return 0
+    print(f"  {'size':>9} {'idle':>9}  {'state':15} file")
+    for f in files:
+        print(f"  {f.bytes / 1e6:8.2f}M {f.idle_days():7.1f} d  {f.state:15} {f.name}")
+    print(f"  {len(files)} file(s), {sum(f.bytes for f in files) / 1e6:.1f} MB")
+    return 0
+
+
+def _clear_work(args: argparse.Namespace) -> int:
+    from cm_gym.core.workmemo_files import clear_work
+
+    removed, skipped = clear_work(args.unused_days, dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for f in removed:
+        print(f"{verb} {f.path} ({f.bytes / 1e6:.1f} MB, idle {f.idle_days():.1f} d)")
+    for f in skipped:
+        print(f"skipped {f.path}: in use by another process", file=sys.stderr)
+    print(
+        f"{verb} {len(removed)} work memo file(s), {sum(f.bytes for f in removed) / 1e6:.1f} MB; "
+        f"{len(skipped)} in use"
+    )
     return 0

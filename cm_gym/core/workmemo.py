@@ -25,6 +25,10 @@ Contract:
   nothing an earlier process left can be in it, and a miss costs a lookup (the first process on
   a machine, the costliest, pays no lookups; what concurrent processes write meanwhile is missed);
 - ``CM_GYM_WORK_MEMO=0`` turns every memo off (benchmarks of cold work do);
+- a process that uses a memo file marks it: it sets the time of the file's *use marker*
+  (``.<file>.use`` beside it) to now and holds a shared ``flock`` on it while the file is open, so
+  `cm_gym.core.workmemo_files` can tell when a file was last used (a file of an older code
+  version stops being used) and never removes one a live process has open;
 - the file stops growing at `MAX_ROWS` entries;
 - a file up to `PRELOAD_BYTES` is read whole when a process opens it (one scan, about 10 ms for
   the 7 MB embedding memo of SQL-v0), and `get` answers from that copy: a point lookup cost
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import functools
 import hashlib
 import logging
@@ -66,6 +71,13 @@ MAX_ROWS = 2_000_000
 #: files up to this size (with their write-ahead log) are read whole when opened (module doc)
 PRELOAD_BYTES = 64 << 20
 ENV_SWITCH = "CM_GYM_WORK_MEMO"
+#: how long opening a memo waits for `workmemo_files.clear_work` to finish removing its file
+MARK_WAIT_S = 2.0
+
+try:  # POSIX; elsewhere files are not marked (and `clear_work` cannot tell a file in use)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 T = TypeVar("T")
 _LIVE: weakref.WeakSet[WorkMemo] = weakref.WeakSet()
@@ -141,6 +153,7 @@ class WorkMemo:
         self._write_only = False  # the file was empty when this process opened it (module doc)
         self._loaded: dict[bytes, bytes | str] = {}  # the file's entries when opened (module doc)
         self._lock = threading.Lock()
+        self._marker: int | None = None  # the open use marker's descriptor (module doc)
         _LIVE.add(self)
 
     # -- the file ----------------------------------------------------------------------------
@@ -157,6 +170,7 @@ class WorkMemo:
             if self._conn is not None and self._pid == os.getpid():
                 self._flush_to(self._conn)
                 self._conn.close()
+            self._drop_marker()
             self._conn, self._pid, self._root, self._loaded = None, os.getpid(), root, {}
             try:
                 self._conn = self._open()
@@ -164,9 +178,18 @@ class WorkMemo:
                 self._disable(f"cannot be used ({exc})")
         return self._conn
 
+    def _drop_marker(self) -> None:
+        """Close the use marker this object holds. Only a close: a forked child's copy shares the
+        parent's lock, which ``LOCK_UN`` would release for the parent too."""
+        if self._marker is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._marker)
+            self._marker = None
+
     def _open(self) -> sqlite3.Connection:
         if not self.path.parent.is_dir():
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._marker = mark_use(self.path)  # before the file opens: `clear_work` cannot remove it between
         self._writable = os.access(self.path.parent, os.W_OK) and (
             not self.path.exists() or os.access(self.path, os.W_OK)
         )
@@ -219,6 +242,7 @@ class WorkMemo:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
         self._conn = None
+        self._drop_marker()
 
     # -- use ---------------------------------------------------------------------------------
     def get(self, key: bytes) -> bytes | str | None:
@@ -262,6 +286,7 @@ class WorkMemo:
             self._flush()
             if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
+            self._drop_marker()
             self._conn, self._pid = None, -1
 
     def _flush(self) -> None:
@@ -304,6 +329,42 @@ class WorkMemo:
         value = compute()
         self.put(key, encode(value))
         return value
+
+
+def marker_path(path: Path) -> Path:
+    """The use marker of the memo file `path` (module doc)."""
+    return path.with_name(f".{path.name}.use")
+
+
+def mark_use(path: Path) -> int | None:
+    """Set the time of `path`'s use marker to now and take a shared lock on it; the descriptor
+    to keep open while the file is in use (None where nothing could be marked: a read-only
+    folder, no ``flock``). While `workmemo_files.clear_work` holds the marker (it is removing the
+    file) this waits, up to `MARK_WAIT_S`, and then marks the marker created anew; past that it
+    goes on unmarked: the memo only ever loses work it can redo."""
+    if fcntl is None:
+        return None
+    marker = marker_path(path)
+    deadline = time.monotonic() + MARK_WAIT_S
+    while True:
+        try:
+            fd = os.open(marker, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return None  # a read-only cache: used, not marked
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            if os.fstat(fd).st_ino == os.stat(marker).st_ino:  # not a marker removed meanwhile
+                with contextlib.suppress(OSError):
+                    os.utime(fd)
+                return fd
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK, errno.ENOENT):
+                os.close(fd)
+                return None
+        os.close(fd)
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.01)
 
 
 @atexit.register
