@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cm_gym.core.paths import cache_dir
+from cm_gym.domains.sql._engine import settle
 from cm_gym.domains.sql.schema import SQLDataError
 
 logger = logging.getLogger(__name__)
@@ -267,6 +268,7 @@ def ensure_database(db_id: str, seed: int = 0) -> Path:
         finally:
             conn.close()
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; the cache is shareable
+        settle(tmp)  # quiet for every reader at once (`_engine.settle`)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

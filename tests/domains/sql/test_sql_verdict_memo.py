@@ -233,6 +233,37 @@ def test_a_recently_written_database_reads_its_version_every_time(tiny_db: Path)
     assert box.version_reads == 3
 
 
+def test_a_generated_database_is_quiet_from_its_first_read_and_its_commits_are_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`schemas.ensure_database` settles a new file before renaming it into place
+    (`_engine.settle`): a fresh cache's first process reads its version once, not on every check
+    for 10 s; a commit after that is still seen, and so is a file rebuilt over it."""
+    import os
+
+    from cm_gym.domains.sql import schemas
+    from cm_gym.domains.sql._engine import Box
+
+    monkeypatch.setenv("CM_GYM_CACHE", str(tmp_path / "cache"))
+    db = next(iter(schemas.DATABASES))
+    path = schemas.ensure_database(db, seed=5)
+    box = Box(str(path), False, 1000)
+    first = box.data_version()
+    assert [box.data_version() for _ in range(5)] == [first] * 5 and box.version_reads == 1
+    table = sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+    _commit(path, f'DELETE FROM "{table}" WHERE rowid = (SELECT min(rowid) FROM "{table}")')
+    assert box.data_version() != first and box.version_reads == 2
+    os.unlink(path)  # rebuilt: another inode, settled again
+    rebuilt = schemas.ensure_database(db, seed=5)
+    box2 = Box(str(rebuilt), False, 1000)
+    box2.data_version()
+    box2.data_version()
+    assert box2.version_reads == 1
+    fresh = Box(str(rebuilt), False, 1000)
+    assert box.data_version() is not None and box.version_reads == 3  # (stats changed: read again)
+    assert fresh.data_version() == box2.data_version()
+
+
 def test_a_commit_to_a_quiet_wal_database_is_seen(tiny_db: Path) -> None:
     from cm_gym.domains.sql._engine import QUIET_S, Box
 
