@@ -173,23 +173,13 @@ def _after_quoted(text: str, i: int) -> int:
 
 def _parses(sql: str) -> bool:
     """Whether sqlglot parses `sql` (through the persistent work memo: a pure function of it)."""
-    from cm_gym.domains.sql import workmemo
+    from cm_gym.domains.sql import sqlast, workmemo
 
     if len(sql) > MAX_CHARS:
         return False
     return workmemo.sql_work().cached(
-        workmemo.memo_key("parses", sql), lambda: _parses_now(sql), _flag, _unflag
+        workmemo.memo_key("parses", sql), lambda: sqlast.parses(sql), _flag, _unflag
     )
-
-
-def _parses_now(sql: str) -> bool:
-    from cm_gym.domains.sql.sqlast import SQLParseError, parse
-
-    try:
-        parse(sql)
-    except SQLParseError:
-        return False
-    return True
 
 
 def _flag(value: bool) -> bytes:

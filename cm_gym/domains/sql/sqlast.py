@@ -58,6 +58,16 @@ def parse(sql: str) -> exp.Expression:
     return copy_tree(_parse_cached(sql.strip().rstrip(";").strip()))
 
 
+def parses(sql: str) -> bool:
+    """Whether `sql` is exactly one statement sqlglot parses: `parse` without its copy (the
+    memoised tree is not even looked at), for callers that only ask (reply reading)."""
+    try:
+        _parse_cached(sql.strip().rstrip(";").strip())
+    except SQLParseError:
+        return False
+    return True
+
+
 _ATOMS = frozenset({str, int, float, bool, type(None)})
 #: the node fields `copy_tree` mirrors from sqlglot's `__deepcopy__` (sqlglot 30)
 _MIRRORED_COPY = all(hasattr(exp.Column(), f) for f in ("comments", "_type", "_meta", "_hash", "args"))

@@ -3,6 +3,7 @@ parents, comments, metadata and text, and a change to the copy leaves the origin
 
 from __future__ import annotations
 
+import pytest
 from sqlglot import exp
 
 from cm_gym.domains.sql import sqlast
@@ -74,3 +75,30 @@ def test_edits_and_contrasts_leave_the_shared_tree_unchanged() -> None:
         assert sqlast.parse_shared(query) is tree and sqlast.to_sql(tree) == text
         assert [type(n) for n in tree.walk(bfs=False)] == order
         assert list(sqlast._dfs(tree)) == list(tree.walk(bfs=False))
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT name FROM pets WHERE age > 3;",
+        "  select count(*) from t  ;; ",
+        "",
+        ";",
+        "SELECT 1; SELECT 2",
+        "SELEC name FROM",
+        "SELECT (((",
+        "WITH x AS (SELECT 1) SELECT * FROM x",
+        "DROP TABLE pets",
+    ],
+)
+def test_parses_answers_as_parse_does_without_copying(sql: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sqlast.parses` (reply reading asks it of every new reply) is `parse` succeeding, without
+    the copy `parse` makes."""
+    try:
+        sqlast.parse(sql)
+        expected = True
+    except sqlast.SQLParseError:
+        expected = False
+    monkeypatch.setattr(sqlast, "copy_tree", lambda tree: pytest.fail("parses copied the tree"))
+    monkeypatch.setattr(sqlast, "copy_tracking", lambda tree, track: pytest.fail("parses copied the tree"))
+    assert sqlast.parses(sql) is expected
