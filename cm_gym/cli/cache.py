@@ -158,19 +158,31 @@ def run_list(args: argparse.Namespace) -> int:
     from cm_gym.memory.default_cache import list_default_stores
 
     entries = list_default_stores(args.benchmark)
-    if args.json:
+    return _show(
+        args.json,
+        entries,
+        f"default stores in {cache_root() / 'stores'}",
+        "none (gymnasium.make builds one on first use)",
+        f"{'benchmark':14} {'key':12} {'records':>7} {'size':>8}  {'created':20} state",
+        [
+            f"{e.benchmark[:14]:14} {e.key[:12]:12} {'-' if e.records is None else e.records:>7} "
+            f"{e.bytes / 1e6:7.2f}M  {e.created[:20]:20} {e.state}"
+            for e in entries
+        ],
+    )
+
+
+def _show(as_json: bool, entries: list, title: str, empty: str, header: str, lines: list[str]) -> int:
+    """Print a listing: the entries as JSON, or a title, a header and one line per entry."""
+    if as_json:
         print(json.dumps([e.to_dict() for e in entries], indent=2))
         return 0
-    print(f"default stores in {cache_root() / 'stores'}")
+    print(title)
     if not entries:
-        print("  none (gymnasium.make builds one on first use)")
+        print(f"  {empty}")
         return 0
-    print(f"  {'benchmark':14} {'key':12} {'records':>7} {'size':>8}  {'created':20} state")
-    for e in entries:
-        records = "-" if e.records is None else str(e.records)
-        print(
-            f"  {e.benchmark[:14]:14} {e.key[:12]:12} {records:>7} {e.bytes / 1e6:7.2f}M  {e.created[:20]:20} {e.state}"
-        )
+    for line in (header, *lines):
+        print(f"  {line}")
     return 0
 
 
@@ -197,18 +209,16 @@ def _list_work(args: argparse.Namespace) -> int:
     from cm_gym.core.workmemo_files import work_files, work_folder
 
     files = work_files()
-    if args.json:
-        print(json.dumps([f.to_dict() for f in files], indent=2))
-        return 0
-    print(f"work memo in {work_folder()}")
-    if not files:
-        print("  none (the first process on this machine writes it)")
-        return 0
-    print(f"  {'size':>9} {'idle':>9}  {'state':15} file")
-    for f in files:
-        print(f"  {f.bytes / 1e6:8.2f}M {f.idle_days():7.1f} d  {f.state:15} {f.name}")
-    print(f"  {len(files)} file(s), {sum(f.bytes for f in files) / 1e6:.1f} MB")
-    return 0
+    lines = [f"{f.bytes / 1e6:8.2f}M {f.idle_days():7.1f} d  {f.state:15} {f.name}" for f in files]
+    lines.append(f"{len(files)} file(s), {sum(f.bytes for f in files) / 1e6:.1f} MB")
+    return _show(
+        args.json,
+        files,
+        f"work memo in {work_folder()}",
+        "none (the first process on this machine writes it)",
+        f"{'size':>9} {'idle':>9}  {'state':15} file",
+        lines,
+    )
 
 
 def _clear_work(args: argparse.Namespace) -> int:
