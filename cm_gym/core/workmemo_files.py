@@ -18,7 +18,6 @@ left alone.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import sqlite3
 import time
@@ -133,7 +132,8 @@ def _is_work_memo(path: Path) -> bool:
 
 def _take(marker: Path) -> int | None:
     """An exclusive lock on `marker` (created if missing): its descriptor, or None when a live
-    process holds the file (or the folder cannot be written: nothing can be removed then)."""
+    process holds the file, the folder cannot be written (nothing can be removed then) or the
+    file system refuses locks (a file that may be in use is never removed)."""
     try:
         fd = os.open(marker, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError:
@@ -142,11 +142,9 @@ def _take(marker: Path) -> int | None:
         return fd
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
+    except OSError:
         os.close(fd)
-        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-            return None
-        raise
+        return None
     return fd
 
 

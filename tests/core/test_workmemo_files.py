@@ -177,3 +177,17 @@ def test_a_forked_child_closing_its_copy_leaves_the_parents_mark(cache: Path) ->
     assert states() == {SHARED.path.name: "in use"}
     SHARED.close()
     assert states() == {SHARED.path.name: "idle"}
+
+
+def test_a_file_system_that_refuses_locks_removes_nothing(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memo = written("nolock")
+    memo.close()
+
+    def refuse(fd: int, op: int) -> None:
+        raise OSError(37, "No locks available")  # ENOLCK, as some network file systems answer
+
+    monkeypatch.setattr(workmemo_files.fcntl, "flock", refuse)
+    removed, skipped = clear_work()
+    assert removed == [] and [f.name for f in skipped] == [memo.path.name] and memo.path.is_file()
