@@ -31,7 +31,7 @@ def written(version: str, value: str = "V") -> WorkMemo:
     return memo
 
 
-def states(**_: object) -> dict[str, str]:
+def states() -> dict[str, str]:
     return {f.name: f.state for f in work_files()}
 
 
