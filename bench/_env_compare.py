@@ -2,8 +2,9 @@
 (A B A B …) so that both see the same machine load, each measured from a fresh `gym.make` over its
 first decisions — the regime a short training run lives in (issue 35).
 
-Each measurement is its own Python process with ``PYTHONPATH`` at one tree: the working tree (A)
-or ``git archive REV`` unpacked into a temporary folder (B). Each tree has its own fresh
+Each measurement is its own Python process with ``PYTHONPATH`` at one tree: a copy of the working
+tree as it is when the bench starts (A, `_snapshot`) or ``git archive REV`` unpacked into a
+temporary folder (B). Each tree has its own fresh
 temporary ``CM_GYM_CACHE`` (its default store is built there outside the timing): two trees
 whose work memos share a version (an unchanged package) never read each other's, and deleting
 one's memo never empties the other's. The rate is decisions per CPU-second of that process and its checking
@@ -103,6 +104,24 @@ def _unpack(rev: str, repo: Path, into: Path) -> str:
     return sha
 
 
+def _snapshot(repo: Path, into: Path) -> Path:
+    """A copy of the working tree `repo` (its tracked files and the untracked ones git does not
+    ignore, as they are now) in ``into/worktree``: the tree A is timed in. A bench runs for
+    minutes; an edit made meanwhile would change A between its runs (and the source digests
+    that version its work memo and default store with it)."""
+    listed = subprocess.run(
+        ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        check=True, capture_output=True,
+    ).stdout.decode("utf-8", "surrogateescape")  # fmt: skip
+    tree = into / "worktree"
+    for name in filter(None, listed.split("\0")):
+        source = repo / name
+        if source.is_file() and not source.is_symlink():  # (a tracked file deleted since: gone)
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, tree / name)
+    return tree
+
+
 def _measure(tree: Path, env_id: str, decisions: int, seed: int, cache: Path) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(tree), "CM_GYM_PROGRESS": "0", "CM_GYM_CACHE": str(cache)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # else B's unpacked tree compiles every import, every run
@@ -119,10 +138,10 @@ def compare(rev: str, env_ids: list[str], decisions: int, pairs: int) -> None:
     repo = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory(prefix="cm_gym_rev_") as tmp:
         sha = _unpack(rev, repo, Path(tmp))
-        trees = {"A": repo, "B": Path(tmp) / "tree"}
+        trees = {"A": _snapshot(repo, Path(tmp)), "B": Path(tmp) / "tree"}
         caches = {name: Path(tmp) / f"cache-{name}" for name in trees}
         print(
-            f"A = working tree {repo}, B = {rev} ({sha}); {decisions} decisions from a fresh gym.make, "
+            f"A = working tree {repo} (copied at the start), B = {rev} ({sha}); {decisions} decisions from a fresh gym.make, "
             f"{pairs} pairs; warm = with the work memo the tree's previous run (another seed) left, "
             "cold = that memo deleted first (a tree without one: warm = cold)"
         )
@@ -172,8 +191,8 @@ def series(rev: str | None, env_ids: list[str], decisions: int, processes: int) 
     tree in its own cache, and the ratio is printed per process."""
     repo = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory(prefix="cm_gym_series_") as tmp:
-        trees = {"A": repo}
-        label = f"A = working tree {repo}"
+        trees = {"A": _snapshot(repo, Path(tmp))}
+        label = f"A = working tree {repo} (copied at the start)"
         if rev is not None:
             trees["B"] = Path(tmp) / "tree"
             label += f", B = {rev} ({_unpack(rev, repo, Path(tmp))})"

@@ -8,13 +8,16 @@ run to run (``PYTHONHASHSEED=0``, the same seed, the same cache), whatever else 
 It is not time — a system call, a cache miss and a page fault count as nothing — so it ranks
 changes to Python-level work, which is what this loop is; report it beside the CPU-time pairs.
 
-What it runs, per tree (A = this working tree, B = ``git archive REV``):
+What it runs, per tree (A = a copy of this working tree as it is at the start, B = ``git archive REV``):
 1. in a temporary cache folder, a fresh `gym.make` builds the default store, then a process with
    seed 10,000 leaves its work memo (the regime `bench_env.py --compare` calls *warm*);
 2. a copy of that folder (timestamps kept) is put back at the same path before each counted run:
    a SQL task names its database by path, and the memo keys hold the task;
 3. callgrind counts the whole process for `--decisions` decisions with `--seed`, then for one
    decision; the loop is the difference (imports, `gym.make` and the first reset cancel out).
+
+With ``--cold`` step 1 leaves no memo: the work memo folder is deleted after the store is built
+(the regime `bench_env.py --compare` calls *cold*: every pair a process meets is computed anew).
 
 Usage: ``python bench/bench_env_instructions.py --compare 898acb2`` (about 10 minutes a tree for
 2,000 SQL-v0 decisions; valgrind slows Python about 50x). Needs ``valgrind`` on PATH.
@@ -32,7 +35,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _env_compare import _MEASURE, _unpack  # noqa: E402
+from _env_compare import _MEASURE, _snapshot, _unpack  # noqa: E402
 
 
 def _run(tree: Path, cache: Path, env_id: str, decisions: int, seed: int, valgrind: bool) -> int | None:
@@ -52,11 +55,16 @@ def _run(tree: Path, cache: Path, env_id: str, decisions: int, seed: int, valgri
     return int(found.group(1))
 
 
-def loop_instructions(tree: Path, work: Path, env_id: str, decisions: int, seed: int) -> int:
+def loop_instructions(
+    tree: Path, work: Path, env_id: str, decisions: int, seed: int, cold: bool = False
+) -> int:
     """Instructions of `decisions` decisions from a fresh `gym.make` in `tree` (module doc)."""
     cache, snapshot = work / "cache", work / "cache.snapshot"
     _run(tree, cache, env_id, 1, 0, valgrind=False)  # builds the default store
-    _run(tree, cache, env_id, decisions, 10_000, valgrind=False)  # the memo one other run leaves
+    if cold:
+        shutil.rmtree(cache / "work", ignore_errors=True)
+    else:
+        _run(tree, cache, env_id, decisions, 10_000, valgrind=False)  # the memo one other run leaves
     shutil.copytree(cache, snapshot, symlinks=True)  # copy2: modification times kept
     counts = {}
     for n in (decisions, 1):
@@ -73,6 +81,7 @@ def main() -> None:
     parser.add_argument("--id", default="cm_gym/SQL-v0", help="the env id")
     parser.add_argument("--decisions", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--cold", action="store_true", help="no work memo: every pair computed anew")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("bench_env_instructions: valgrind is not on PATH")
@@ -80,12 +89,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="cm_gym_instr_") as tmp:
         sha = _unpack(args.compare, repo, Path(tmp))
         loops = {}
-        for name, tree in (("A", repo), ("B", Path(tmp) / "tree")):
+        for name, tree in (("A", _snapshot(repo, Path(tmp))), ("B", Path(tmp) / "tree")):
             (Path(tmp) / name).mkdir()
-            loops[name] = loop_instructions(tree, Path(tmp) / name, args.id, args.decisions, args.seed)
+            loops[name] = loop_instructions(
+                tree, Path(tmp) / name, args.id, args.decisions, args.seed, args.cold
+            )
         a, b = loops["A"], loops["B"]
         print(
-            f"{args.id}, {args.decisions} decisions, seed {args.seed}, warm (the memo of one other run): "
+            f"{args.id}, {args.decisions} decisions, seed {args.seed}, "
+            f"{'cold (no memo)' if args.cold else 'warm (the memo of one other run)'}: "
             f"A (working tree) {a / 1e6:,.1f} M instructions, B ({args.compare}, {sha}) {b / 1e6:,.1f} M; "
             f"A/B {a / b:.3f}; per decision A {a / args.decisions / 1e3:,.0f} k, B {b / args.decisions / 1e3:,.0f} k"
         )

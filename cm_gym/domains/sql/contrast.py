@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 
 from sqlglot import exp
 
-from cm_gym.domains.sql import edits, edits_local, sqlast
+from cm_gym.domains.sql import edits, edits_local, splice, sqlast
 from cm_gym.domains.sql.edits import Change
 
 
@@ -214,66 +214,113 @@ def _sites(tree: exp.Expression, change: Change) -> list[exp.Expression] | None:
     return None
 
 
-def _apply(tree: exp.Expression, change: Change, column_types: Mapping[str, str]) -> bool:
+#: `_site`'s answer for a change made to the whole tree (`_apply` makes it; never spliced)
+_WHOLE = object()
+#: a site's change: the changed node made from the node (which it may change in place)
+NodeChange = Callable[[exp.Expression], exp.Expression]
+
+
+def _site(tree: exp.Expression, change: Change) -> tuple[exp.Expression, NodeChange] | None | object:
+    """The node of `tree` that `change` changes and how, found read only: None when there is no
+    site, `_WHOLE` for the kinds `_apply` makes to the whole tree (a SELECT's DISTINCT, WHERE,
+    the local kinds)."""
     kind = change.kind
     if kind == "cmp":
-        cands = _sites(tree, change) or []
-        node = _pick(cands, sqlast.operand_key, change.target)
-        if node is None:
-            return False
-        node.replace(sqlast.CMP_BY_NAME[change.to](this=node.this, expression=node.expression))
-        return True
+        node = _pick(_sites(tree, change) or [], sqlast.operand_key, change.target)
+        to = sqlast.CMP_BY_NAME[change.to]
+        return None if node is None else (node, lambda n: to(this=n.this, expression=n.expression))
     if kind == "null":
-        want_negate = change.frm == "IS NOT"
-        cands = _sites(tree, change) or []
-        node = _pick(cands, lambda n: sqlast.column_name(n.this), change.target)
-        if node is None:
-            return False
-        node.set("negate", not want_negate)
-        return True
-    if kind == "distinct":
-        return _apply_distinct(tree, change)
-    if kind == "order":
-        cands = _sites(tree, change) or []
-        node = _pick(
-            cands, lambda n: sqlast.column_name(n.this) or sqlast.to_sql(n.this).lower(), change.target
+        node = _pick(_sites(tree, change) or [], lambda n: sqlast.column_name(n.this), change.target)
+        return (
+            None
+            if node is None
+            else (node, functools.partial(splice.with_arg, "negate", change.frm != "IS NOT"))
         )
-        if node is None:
-            return False
-        edits.set_direction(node, change.to == "DESC")
-        return True
+    if kind == "order":
+        node = _pick(
+            _sites(tree, change) or [],
+            lambda n: sqlast.column_name(n.this) or sqlast.to_sql(n.this).lower(),
+            change.target,
+        )
+        return None if node is None else (node, functools.partial(_directed, change.to == "DESC"))
     if kind == "limit":
         limits = sqlast.limits(tree)
-        if not limits:
-            return False
-        n = int(limits[0].expression.this) + int(change.to) - int(change.frm)
-        if n < 1:
-            return False
-        limits[0].set("expression", sqlast.literal_int(n))
-        return True
+        n = int(limits[0].expression.this) + int(change.to) - int(change.frm) if limits else 0
+        return (
+            (limits[0], functools.partial(splice.with_arg, "expression", sqlast.literal_int(n)))
+            if n >= 1
+            else None
+        )
     if kind == "agg":
-        cands = _sites(tree, change) or []
-        node = _pick(cands, lambda n: sqlast.column_name(n.this), change.target)
-        if node is None:
-            return False
-        edits.swap_agg(node, change.to)
-        return True
+        node = _pick(_sites(tree, change) or [], lambda n: sqlast.column_name(n.this), change.target)
+        agg = sqlast.AGG_BY_NAME[change.to]
+        return None if node is None else (node, lambda n: agg(this=n.this))
     if kind == "join_key":
-        return _apply_join(tree, change, column_types)
+        sites = _sites(tree, change) or []
+        return (
+            (sites[0], functools.partial(splice.with_arg, "this", exp.to_identifier(change.to)))
+            if sites
+            else None
+        )
+    if kind == "distinct" and change.extra.get("on") == "count":
+        return _count_distinct_site(tree, change)
+    return _WHOLE
+
+
+def _directed(desc: bool, node: exp.Expression) -> exp.Expression:
+    edits.set_direction(node, desc)
+    return node
+
+
+def _apply(tree: exp.Expression, change: Change, column_types: Mapping[str, str]) -> bool:
+    site = _site(tree, change)
+    if site is None:
+        return False
+    if site is not _WHOLE:
+        node, make = site  # type: ignore[misc]
+        new = make(node)
+        if new is not node:
+            node.replace(new)
+        return True
+    kind = change.kind
+    if kind == "distinct":
+        return _apply_distinct(tree, change)
     if kind == "where":
         return _apply_where(tree, change)
     return edits_local.apply_local(tree, change)
 
 
-def _apply_distinct(tree: exp.Expression, change: Change) -> bool:
-    """SELECT DISTINCT contrasts transfer to the outer SELECT; COUNT(DISTINCT x) ones to a COUNT."""
-    add = change.to == "add"
-    if change.extra.get("on") != "count":
+def _spliced(spans: splice.Rendered, tree: exp.Expression, change: Change) -> str | None | object:
+    """`change` applied to the shared `tree` by splicing its text (`splice`): the new text,
+    None when there is no site, `_WHOLE` when it cannot be spliced (then `_apply` on a copy)."""
+    site = _site(tree, change)
+    if site is None:
+        return None
+    if site is _WHOLE:
+        if change.kind != "distinct":
+            return _WHOLE
         sels = sqlast.selects(tree)
-        if not sels or bool(sels[0].args.get("distinct")) == add:
-            return False
-        sels[0].set("distinct", exp.Distinct() if add else None)
-        return True
+        if not sels or bool(sels[0].args.get("distinct")) == (change.to == "add"):
+            return None
+        text = spans.toggle_distinct(sels[0])
+    else:
+        text = spans.splice(*site)  # type: ignore[misc]
+    return _WHOLE if text is None else text
+
+
+def _apply_distinct(tree: exp.Expression, change: Change) -> bool:
+    """SELECT DISTINCT contrasts transfer to the outer SELECT (COUNT(DISTINCT x) ones: `_site`)."""
+    add = change.to == "add"
+    sels = sqlast.selects(tree)
+    if not sels or bool(sels[0].args.get("distinct")) == add:
+        return False
+    sels[0].set("distinct", exp.Distinct() if add else None)
+    return True
+
+
+def _count_distinct_site(tree: exp.Expression, change: Change) -> tuple[exp.Expression, NodeChange] | None:
+    """COUNT(DISTINCT x) contrasts transfer to a COUNT (the same column first)."""
+    add = change.to == "add"
     counts = [
         a
         for a in sqlast.aggregates(tree)
@@ -284,21 +331,12 @@ def _apply_distinct(tree: exp.Expression, change: Change) -> bool:
     def column(n: exp.Expression) -> str:
         return sqlast.column_name(n.this.expressions[0] if isinstance(n.this, exp.Distinct) else n.this)
 
+    def toggle(n: exp.Expression) -> exp.Expression:
+        n.set("this", exp.Distinct(expressions=[n.this]) if add else n.this.expressions[0])
+        return n
+
     node = _pick(counts, column, change.target)
-    if node is None:
-        return False
-    node.set("this", exp.Distinct(expressions=[node.this]) if add else node.this.expressions[0])
-    return True
-
-
-def _apply_join(tree: exp.Expression, change: Change, column_types: Mapping[str, str]) -> bool:
-    for eq in sqlast.join_key_eqs(tree):
-        for side in ("this", "expression"):
-            col = eq.args[side]
-            if col.name.lower() == change.frm:
-                col.set("this", exp.to_identifier(change.to))
-                return True
-    return False
+    return None if node is None else (node, toggle)
 
 
 def _apply_where(tree: exp.Expression, change: Change) -> bool:
@@ -322,9 +360,15 @@ def _apply_where(tree: exp.Expression, change: Change) -> bool:
 
 
 def apply_contrast(
-    draft: str, a_minus: str, a_plus: str, column_types: Mapping[str, str] | None = None
+    draft: str,
+    a_minus: str,
+    a_plus: str,
+    column_types: Mapping[str, str] | None = None,
+    splicing: bool = True,
 ) -> str | None:
-    """Apply the record's change to `draft`; None when it is unrecognised or does not match."""
+    """Apply the record's change to `draft`; None when it is unrecognised or does not match.
+    The changed text is spliced where it can be (`splice`; ``splicing=False``: never, the
+    whole changed copy is rendered: what tests compare with)."""
     change = infer_contrast(a_minus, a_plus)
     if change is None:
         return None
@@ -334,8 +378,13 @@ def apply_contrast(
         return None
     if _sites(shared, change) == []:  # no site: `_apply` would change nothing (no copy needed)
         return None
-    tree = sqlast.copy_tree(shared)  # = sqlast.parse(draft)
     before = sqlast.normalize(draft)  # the text of `tree` as parsed (memoised)
+    spans = splice.rendered_cached(shared, before) if splicing else None
+    if spans is not None:
+        text = _spliced(spans, shared, change)
+        if text is not _WHOLE:
+            return text if text is not None and text != before else None  # type: ignore[return-value]
+    tree = sqlast.copy_tree(shared)  # = sqlast.parse(draft)
     if not _apply(tree, change, column_types or {}):
         return None
     after = sqlast.to_sql_owned(tree)

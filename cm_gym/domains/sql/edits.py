@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from cm_gym.core import boundedjson
 from cm_gym.domains.base import Edit
-from cm_gym.domains.sql import sqlast
+from cm_gym.domains.sql import splice, sqlast
 
 #: the largest stored value the work memo's decoders read (a query's edits are a few KiB)
 _MEMO_BYTES = 4 << 20
@@ -66,10 +66,27 @@ Mutator = Callable[[exp.Expression], tuple[Change, str] | None]
 
 
 def _variants(
-    tree: exp.Expression, nodes: Callable[[exp.Expression], list], mutate: Callable
+    tree: exp.Expression,
+    nodes: Callable[[exp.Expression], list],
+    mutate: Callable,
+    spans: splice.Rendered | None = None,
 ) -> Iterator[tuple[int, Change, str, str]]:
-    """For each node i (re-found in a fresh copy), apply `mutate(copy, node)`; yield results."""
+    """For each node i, apply `mutate(tree, node)` to a copy; yield results. With `spans` (the
+    query rendered with node spans) the edited text is spliced (`splice`); else, or where it
+    cannot be, the node is re-found in a copy of the whole tree and the copy rendered."""
     for i, target in enumerate(nodes(tree)):
+        if spans is not None and mutate is _toggle_distinct and isinstance(target, exp.Select):
+            text = spans.toggle_distinct(target)
+            if text is not None:
+                change, desc = _select_distinct(target)
+                yield i, change, text, desc
+                continue
+        elif spans is not None:
+            made: list[tuple[Change, str]] = []
+            text = spans.splice(target, functools.partial(_mutated, mutate, made))
+            if text is not None:
+                yield i, made[0][0], text, made[0][1]
+                continue
         copy, node = sqlast.copy_tracking(tree, target)  # the i-th node of the copy, as nodes(copy)[i]
         if node is None:
             node = nodes(copy)[i]
@@ -77,6 +94,17 @@ def _variants(
         if out is not None:
             change, desc = out
             yield i, change, sqlast.to_sql_owned(copy), desc
+
+
+def _mutated(mutate: Callable, made: list[tuple[Change, str]], node: exp.Expression) -> exp.Expression | None:
+    """`mutate` applied to a detached `node` (held by a parenthesis, so that a mutator that
+    replaces the node can): the changed node, its (change, description) appended to `made`."""
+    holder = exp.Paren(this=node)
+    out = mutate(holder, node)
+    if out is None:
+        return None
+    made.append(out)
+    return holder.this
 
 
 def _flip_cmp(tree: exp.Expression, node: exp.Expression) -> tuple[Change, str]:
@@ -114,14 +142,19 @@ _ON_SELECT: Mapping[str, str] = {"on": "select"}
 _ON_COUNT: Mapping[str, str] = {"on": "count"}
 
 
+def _select_distinct(node: exp.Select) -> tuple[Change, str]:
+    """What toggling a SELECT's DISTINCT is (the node unchanged)."""
+    target = sqlast.column_name(node.expressions[0].unalias()) if node.expressions else ""
+    if node.args.get("distinct"):
+        return Change("distinct", "DISTINCT", "remove", target, _ON_SELECT), "remove DISTINCT"
+    return Change("distinct", "", "add", target, _ON_SELECT), "add DISTINCT"
+
+
 def _toggle_distinct(tree: exp.Expression, node: exp.Expression) -> tuple[Change, str]:
     if isinstance(node, exp.Select):
-        target = sqlast.column_name(node.expressions[0].unalias()) if node.expressions else ""
-        if node.args.get("distinct"):
-            node.set("distinct", None)
-            return Change("distinct", "DISTINCT", "remove", target, _ON_SELECT), "remove DISTINCT"
-        node.set("distinct", exp.Distinct())
-        return Change("distinct", "", "add", target, _ON_SELECT), "add DISTINCT"
+        out = _select_distinct(node)
+        node.set("distinct", exp.Distinct() if out[0].to == "add" else None)
+        return out
     inner = node.this
     if isinstance(inner, exp.Distinct):
         arg = inner.expressions[0]
@@ -149,15 +182,41 @@ def _flip_order(tree: exp.Expression, node: exp.Ordered) -> tuple[Change, str]:
     return Change("order", frm, to, target), f"ORDER BY {sqlast.to_sql(node.this)} {frm} → {to}"
 
 
-def _limit_edits(tree: exp.Expression) -> Iterator[tuple[int, Change, str, str]]:
-    for i in range(len(sqlast.limits(tree))):
-        n = int(sqlast.limits(tree)[i].expression.this)
+def _limit_edits(
+    tree: exp.Expression, spans: splice.Rendered | None = None
+) -> Iterator[tuple[int, Change, str, str]]:
+    for i, limit in enumerate(sqlast.limits(tree)):
+        n = int(limit.expression.this)
         for m in (n + 1, n - 1):
             if m < 1:
                 continue
-            copy = sqlast.copy_tree(tree)
-            sqlast.limits(copy)[i].set("expression", sqlast.literal_int(m))
-            yield i, Change("limit", str(n), str(m)), sqlast.to_sql_owned(copy), f"LIMIT {n} → {m}"
+            text = _with_arg(
+                tree,
+                spans,
+                limit,
+                lambda c, i=i: sqlast.limits(c)[i],
+                "expression",
+                lambda m=m: sqlast.literal_int(m),
+            )
+            yield i, Change("limit", str(n), str(m)), text, f"LIMIT {n} → {m}"
+
+
+def _with_arg(
+    tree: exp.Expression,
+    spans: splice.Rendered | None,
+    node: exp.Expression,
+    find: Callable[[exp.Expression], exp.Expression],
+    arg: str,
+    value: Callable[[], exp.Expression],
+) -> str:
+    """The text of `tree` with `node`'s argument `arg` set to a new `value()`: spliced, else
+    rendered from a whole copy (where `find(copy)` is the node)."""
+    text = spans.splice(node, functools.partial(splice.with_arg, arg, value())) if spans else None
+    if text is None:
+        copy = sqlast.copy_tree(tree)
+        find(copy).set(arg, value())
+        text = sqlast.to_sql_owned(copy)
+    return text
 
 
 def _agg_nodes(tree: exp.Expression) -> list[exp.Expression]:
@@ -191,7 +250,7 @@ def join_candidates(column: str, table: str, column_types: Mapping[str, str], li
 
 
 def _join_edits(
-    tree: exp.Expression, column_types: Mapping[str, str]
+    tree: exp.Expression, column_types: Mapping[str, str], spans: splice.Rendered | None = None
 ) -> Iterator[tuple[int, Change, str, str]]:
     aliases = sqlast.table_aliases(tree)
     for i, eq in enumerate(sqlast.join_key_eqs(tree)):
@@ -199,29 +258,37 @@ def _join_edits(
             col = eq.args[side]
             table = aliases.get(col.table.lower(), "") if col.table else ""
             for alt in join_candidates(col.name, table, column_types, 2 if side == "this" else 1):
-                copy = sqlast.copy_tree(tree)
-                target = sqlast.join_key_eqs(copy)[i].args[side]
-                target.set("this", exp.to_identifier(alt))
+                find = lambda c, i=i, side=side: sqlast.join_key_eqs(c)[i].args[side]  # noqa: E731
+                text = _with_arg(tree, spans, col, find, "this", lambda alt=alt: exp.to_identifier(alt))
                 change = Change("join_key", col.name.lower(), alt, table)
-                yield i, change, sqlast.to_sql_owned(copy), f"join key {sqlast.to_sql(col)} → {alt}"
+                yield i, change, text, f"join key {sqlast.to_sql(col)} → {alt}"
 
 
-def _where_edits(tree: exp.Expression) -> Iterator[tuple[int, Change, str, str]]:
+def _where_edits(
+    tree: exp.Expression, spans: splice.Rendered | None = None
+) -> Iterator[tuple[int, Change, str, str]]:
     conjuncts = sqlast.where_conjuncts(tree)
     if len(conjuncts) < 2:
         return
     for i in range(len(conjuncts)):
-        copy = sqlast.copy_tree(tree)
-        parts = sqlast.where_conjuncts(copy)
-        dropped = sqlast.to_sql(parts[i])
-        keep = [p for j, p in enumerate(parts) if j != i]
-        copy.set("where", exp.Where(this=exp.and_(*keep)))
-        yield (
-            i,
-            Change("where", dropped, "drop", dropped),
-            sqlast.to_sql_owned(copy),
-            f"drop condition {dropped}",
+        dropped: list[str] = []
+        text = (
+            spans.splice(tree.args["where"], functools.partial(_drop_conjunct, i, dropped)) if spans else None
         )
+        if text is None:
+            copy = sqlast.copy_tree(tree)
+            parts = sqlast.where_conjuncts(copy)
+            dropped = [sqlast.to_sql(parts[i])]
+            copy.set("where", exp.Where(this=exp.and_(*(p for j, p in enumerate(parts) if j != i))))
+            text = sqlast.to_sql_owned(copy)
+        yield i, Change("where", dropped[0], "drop", dropped[0]), text, f"drop condition {dropped[0]}"
+
+
+def _drop_conjunct(i: int, dropped: list[str], where: exp.Expression) -> exp.Expression:
+    """A WHERE clause without its `i`-th top-level conjunct (its text appended to `dropped`)."""
+    parts = list(where.this.flatten()) if isinstance(where.this, exp.And) else [where.this]
+    dropped.append(sqlast.to_sql(parts[i]))
+    return exp.Where(this=exp.and_(*(p for j, p in enumerate(parts) if j != i)))
 
 
 #: more edit kinds for `raw_edits`: ``extra(tree) -> {kind: (index, change, text, description)...}``
@@ -258,25 +325,28 @@ def _base_edits(action: str, column_types: tuple[tuple[str, str], ...]) -> tuple
 
 
 def _raw_edits(
-    action: str, column_types: Mapping[str, str] | None, extra: ExtraSources | None
+    action: str, column_types: Mapping[str, str] | None, extra: ExtraSources | None, splicing: bool = True
 ) -> list[RawEdit]:
     try:  # the base kinds only read `tree` (each edit changes its own copy): no copy needed
         tree = sqlast.parse(action) if extra is not None else sqlast.parse_shared(action)
     except sqlast.SQLParseError:
         return []
     base = sqlast.normalize(action)  # = to_sql(tree), memoised
+    spans = (
+        splice.rendered_cached(tree, base) if extra is None and splicing else None
+    )  # (extra: a private tree)
     more = dict(extra(tree)) if extra is not None else {}
     kinds = (*KINDS, *more)
     groups: dict[str, list[RawEdit]] = {k: [] for k in kinds}
     sources: dict[str, Iterator[tuple[int, Change, str, str]]] = {
-        "comparison": _variants(tree, sqlast.comparisons, _flip_cmp),
-        "null": _variants(tree, sqlast.null_checks, _flip_null),
-        "distinct": _variants(tree, _distinct_nodes, _toggle_distinct),
-        "order": _variants(tree, sqlast.ordered_keys, _flip_order),
-        "limit": _limit_edits(tree),
-        "agg": _variants(tree, _agg_nodes, _swap_agg),
-        "join_key": _join_edits(tree, column_types or {}),
-        "where": _where_edits(tree),
+        "comparison": _variants(tree, sqlast.comparisons, _flip_cmp, spans),
+        "null": _variants(tree, sqlast.null_checks, _flip_null, spans),
+        "distinct": _variants(tree, _distinct_nodes, _toggle_distinct, spans),
+        "order": _variants(tree, sqlast.ordered_keys, _flip_order, spans),
+        "limit": _limit_edits(tree, spans),
+        "agg": _variants(tree, _agg_nodes, _swap_agg, spans),
+        "join_key": _join_edits(tree, column_types or {}, spans),
+        "where": _where_edits(tree, spans),
         **more,
     }
     for kind, source in sources.items():

@@ -55,16 +55,11 @@ def project_edits(tree: exp.Expression) -> Found:
     n = len(sel.expressions)
     if n >= 2 and not any(isinstance(e, exp.Star) for e in sel.expressions):
         for i in range(n):
-            copy = tree.copy()
+            copy = sqlast.copy_tree(tree)
             dropped = copy.expressions[i]
-            label = _column_label(dropped)
+            label, desc = _column_label(dropped), f"drop projected {sqlast.to_sql(dropped)}"
             copy.set("expressions", [e for j, e in enumerate(copy.expressions) if j != i])
-            yield (
-                i,
-                Change("project", "", "drop", label),
-                sqlast.to_sql(copy),
-                f"drop projected {sqlast.to_sql(dropped)}",
-            )
+            yield i, Change("project", "", "drop", label), sqlast.to_sql_owned(copy), desc
     shown = {sqlast.to_sql(e.unalias()) for e in sel.expressions}
     named: list[exp.Column] = []
     for part in ("where", "group", "order"):
@@ -82,12 +77,12 @@ def project_edits(tree: exp.Expression) -> Found:
     ):
         return
     for i, col in enumerate(named[:2]):
-        copy = tree.copy()
-        copy.set("expressions", [*copy.expressions, col.copy()])
+        copy = sqlast.copy_tree(tree)
+        copy.set("expressions", [*copy.expressions, sqlast.copy_tree(col)])
         yield (
             n + i,  # units after the drops: one unit name per alternative
             Change("project", "", "add", col.name.lower()),
-            sqlast.to_sql(copy),
+            sqlast.to_sql_owned(copy),
             f"add projected {sqlast.to_sql(col)}",
         )
 
@@ -108,19 +103,18 @@ def set_join_type(join: exp.Join, left: bool) -> None:
 
 def join_type_edits(tree: exp.Expression) -> Found:
     for i in range(len(_joins(tree))):
-        copy = tree.copy()
+        copy = sqlast.copy_tree(tree)
         join = _joins(copy)[i]
         left = _is_left(join)
         if (join.args.get("kind") or "").upper() not in ("", "INNER", "OUTER"):
             continue  # CROSS / NATURAL joins are not this slip
         set_join_type(join, not left)
         frm, to = ("LEFT", "INNER") if left else ("INNER", "LEFT")
-        yield (
-            i,
+        change, desc = (
             Change("join_type", frm, to, join.this.name.lower()),
-            sqlast.to_sql(copy),
             f"{frm} JOIN → {to} JOIN {join.this.name}",
         )
+        yield i, change, sqlast.to_sql_owned(copy), desc
 
 
 def _string_filters(tree: exp.Expression, kinds: tuple[type, ...]) -> list[exp.Expression]:
@@ -133,11 +127,12 @@ def _string_filters(tree: exp.Expression, kinds: tuple[type, ...]) -> list[exp.E
 
 def like_edits(tree: exp.Expression) -> Found:
     for i in range(len(_string_filters(tree, (exp.EQ, exp.Like)))):
-        copy = tree.copy()
+        copy = sqlast.copy_tree(tree)
         node = _string_filters(copy, (exp.EQ, exp.Like))[i]
         change = toggle_like(node)
         if change is not None:
-            yield i, change, sqlast.to_sql(copy), f"{change.frm} → {change.to} on {sqlast.to_sql(node.this)}"
+            desc = f"{change.frm} → {change.to} on {sqlast.to_sql(node.this)}"
+            yield i, change, sqlast.to_sql_owned(copy), desc
 
 
 def toggle_like(node: exp.Expression) -> Change | None:
@@ -176,13 +171,13 @@ def value_case_edits(
         spelled = [v for v in values(table, node.this.name) if v.lower() == value.lower() and v != value]
         if not spelled:
             continue
-        copy = tree.copy()
+        copy = sqlast.copy_tree(tree)
         _string_filters(copy, (exp.EQ, exp.NEQ))[i].expression.replace(exp.Literal.string(spelled[0]))
         change = Change("value_case", value, spelled[0], node.this.name.lower())
         yield (
             i,
             change,
-            sqlast.to_sql(copy),
+            sqlast.to_sql_owned(copy),
             f"'{value}' → '{spelled[0]}' (as {table}.{node.this.name} spells it)",
         )
 
@@ -193,24 +188,21 @@ def _counts(tree: exp.Expression) -> list[exp.Count]:
 
 def count_edits(tree: exp.Expression) -> Found:
     for i, node in enumerate(_counts(tree)):
-        copy = tree.copy()
+        copy = sqlast.copy_tree(tree)
         target = _counts(copy)[i]
         if isinstance(node.this, exp.Distinct):
             col = sqlast.column_name(node.this.expressions[0])
             target.set("this", exp.Star())
-            yield (
-                i,
-                Change("count", "DISTINCT", "STAR", col),
-                sqlast.to_sql(copy),
-                "COUNT(DISTINCT x) → COUNT(*)",
-            )
+            change = Change("count", "DISTINCT", "STAR", col)
+            yield i, change, sqlast.to_sql_owned(copy), "COUNT(DISTINCT x) → COUNT(*)"
             continue
         sel = target.find_ancestor(exp.Select)
         named = [c for c in (sel.find_all(exp.Column) if sel else []) if c.find_ancestor(exp.Select) is sel]
         if named:
-            target.set("this", exp.Distinct(expressions=[named[0].copy()]))
+            desc = f"COUNT(*) → COUNT(DISTINCT {sqlast.to_sql(named[0])})"
+            target.set("this", exp.Distinct(expressions=[sqlast.copy_tree(named[0])]))
             change = Change("count", "STAR", "DISTINCT", named[0].name.lower())
-            yield i, change, sqlast.to_sql(copy), f"COUNT(*) → COUNT(DISTINCT {sqlast.to_sql(named[0])})"
+            yield i, change, sqlast.to_sql_owned(copy), desc
 
 
 def local_sources(

@@ -87,15 +87,26 @@ def copy_tracking(tree: E, track: exp.Expression | None) -> tuple[E, exp.Express
     """`copy_tree`, and the copy of `track` (a node of `tree`) found on the way, so that a caller
     about to change that node need not walk the copy to find it again; None when `track` is not
     in `tree` (or sqlglot's own copy was used)."""
+    if track is None:
+        return copy_marking(tree, None)[0], None
+    root, copies = copy_marking(tree, {id(track): 0})
+    return root, copies[0] if copies else None
+
+
+def copy_marking(tree: E, wanted: dict[int, int] | None) -> tuple[E, dict[int, exp.Expression]]:
+    """`copy_tree`, and the copies of the nodes `wanted` names (id of a node of `tree` -> a key
+    of the caller's), by key; an empty dict when sqlglot's own copy was used."""
     if not _MIRRORED_COPY:
-        return tree.copy(), None
+        return tree.copy(), {}
     root = tree.__class__()
-    tracked: exp.Expression | None = None
+    found: dict[int, exp.Expression] = {}
     stack: list[tuple[exp.Expression, exp.Expression]] = [(tree, root)]
     while stack:
         node, copy = stack.pop()
-        if node is track:
-            tracked = copy
+        if wanted is not None:
+            key = wanted.get(id(node))
+            if key is not None:
+                found[key] = copy
         comments = node.comments
         if comments is not None:
             copy.comments = list(comments) if all(type(c) is str for c in comments) else deepcopy(comments)
@@ -124,7 +135,7 @@ def copy_tracking(tree: E, track: exp.Expression | None) -> tuple[E, exp.Express
                         copy.append(k, v)
             else:
                 copy.args[k] = vs
-    return root, tracked
+    return root, found
 
 
 def parse_shared(sql: str) -> exp.Expression:
@@ -185,6 +196,11 @@ def to_sql_owned(tree: exp.Expression) -> str:
     return _dialect().generate(tree, copy=False)
 
 
+def dialect() -> Dialect:
+    """The SQLite dialect object every rendering here uses (one per process)."""
+    return _dialect()
+
+
 @functools.lru_cache(maxsize=1)
 def _dialect() -> Dialect:
     """The SQLite dialect (`Dialect.get_or_raise` builds a new one per call from its name)."""
@@ -237,6 +253,14 @@ def pretty(sql: str) -> str:
 
 
 # -- node enumeration (deterministic DFS pre-order, the order of units) ------------------------
+def dfs(tree: exp.Expression) -> tuple[exp.Expression, ...]:
+    """`tree`'s nodes in DFS pre-order (a shared tree's stored order; `tree.walk` otherwise)."""
+    entry = _SHARED_DFS.get(id(tree))
+    if entry is not None and entry[0] is tree:
+        return entry[1]
+    return tuple(tree.walk(bfs=False))
+
+
 def _dfs(tree: exp.Expression) -> Iterator[exp.Expression]:
     entry = _SHARED_DFS.get(id(tree))
     if entry is not None and entry[0] is tree:  # a shared (never changed) tree: its stored order
