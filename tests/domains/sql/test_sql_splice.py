@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cm_gym.domains.sql import contrast, edits, splice, sqlast
+from cm_gym.domains.sql.edits_local import local_sources
 from cm_gym.domains.sql.generated import load_tasks
 
 TRICKY = [
@@ -29,16 +30,18 @@ TRICKY = [
 ]
 
 
-def _same_edits(queries: list[tuple[str, dict[str, str] | None]]) -> tuple[int, int]:
-    """Assert spliced == whole for every query's edits; (queries spliced, edits compared)."""
+def _same_edits(queries: list[tuple[str, dict[str, str] | None]], extended: bool = False) -> tuple[int, int]:
+    """Assert spliced == whole for every query's edits (`extended`: with the local kinds of
+    `edits_local`, whose tree is the query's own copy); (queries spliced, edits compared)."""
     spliced = compared = 0
     for query, types in queries:
         try:
             tree = sqlast.parse_shared(query)
         except sqlast.SQLParseError:
             continue
-        whole = edits._raw_edits(query, types, None, splicing=False)
-        assert edits._raw_edits(query, types, None) == whole, query
+        extra = (lambda t, types=types: local_sources(t, types or {}, None)) if extended else None
+        whole = edits._raw_edits(query, types, extra, splicing=False)
+        assert edits._raw_edits(query, types, extra) == whole, query
         spliced += splice.rendered(tree, sqlast.normalize(query)) is not None
         compared += len(whole)
     return spliced, compared
@@ -73,6 +76,12 @@ def test_spliced_transfers_are_the_whole_renderings() -> None:
     assert applied > 200  # transfers that change the draft were compared, not only refusals
 
 
+def test_extended_grammar_edits_splice_their_base_kinds_exactly() -> None:
+    queries = _generated()[:150] + [(q, None) for q in TRICKY]
+    spliced, compared = _same_edits(queries, extended=True)
+    assert spliced > 100 and compared > _same_edits(queries)[1]  # the local kinds were there too
+
+
 def test_tricky_queries_fall_back_or_splice_exactly() -> None:
     spliced, _ = _same_edits([(q, None) for q in TRICKY])
     normal = {q: sqlast.normalize(q) for q in TRICKY}
@@ -93,6 +102,8 @@ def test_spliced_edits_on_spider_gold_and_predictions(shared_data: Path) -> None
         ]
     spliced, compared = _same_edits(queries)
     assert spliced > 0.8 * len(tasks) and compared > 5000
+    golds = queries[: len(tasks)]
+    assert _same_edits(golds, extended=True)[1] > _same_edits(golds)[1]
 
 
 def test_without_marking_handlers_nothing_is_spliced(monkeypatch: pytest.MonkeyPatch) -> None:
