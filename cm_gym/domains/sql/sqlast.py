@@ -171,13 +171,22 @@ def _parse_cached(sql: str) -> exp.Expression:
 
 
 def canonicalize(tree: exp.Expression) -> exp.Expression:
-    """Rewrite NOT (x IS NULL) as x IS NOT NULL and make ORDER BY directions explicit."""
-    for node in list(tree.find_all(exp.Not)):
+    """Rewrite NOT (x IS NULL) as x IS NOT NULL and make ORDER BY directions explicit. One
+    breadth-first walk finds both kinds of node (what two `find_all` walks found, in their
+    order: a rewrite keeps the nodes below the NOT, so no ORDER BY key is lost or added)."""
+    nots: list[exp.Expression] = []
+    ordered: list[exp.Expression] = []
+    for node in tree.walk(bfs=True):
+        if isinstance(node, exp.Not):
+            nots.append(node)
+        elif isinstance(node, exp.Ordered):
+            ordered.append(node)
+    for node in nots:
         inner = node.this
         if isinstance(inner, exp.Is) and not inner.args.get("negate"):
             node.replace(exp.Is(this=inner.this, expression=inner.expression, negate=True))
-    for ordered in tree.find_all(exp.Ordered):
-        ordered.set("desc", bool(ordered.args.get("desc")))
+    for key in ordered:
+        key.set("desc", bool(key.args.get("desc")))
     return tree
 
 
