@@ -17,8 +17,8 @@ query's normal form (a handler that looks at a child's text, renders a child twi
 makes the two differ, or leaves that node without a span) and when the query holds no marker
 character and none of the constructs sqlglot's SQLite generator rewrites as it renders (WITH,
 QUALIFY, DISTINCT ON, semi and anti joins). `splice` renders a detached copy of the node first
-and goes on only when that text is the node's span: its handler does not read the node's
-surroundings. Otherwise it answers None and the caller renders the whole edited copy as before.
+(once per node of a rendering: `Rendered.context_free`) and goes on only when that text is the
+node's span: its handler does not read the node's surroundings. Otherwise it answers None and the caller renders the whole edited copy as before.
 `tests/domains/sql/test_sql_splice.py` pins that every edit's text (base and extended grammar)
 and every transfer of a record's change is the whole-copy rendering's, on SQL-v0's generated tasks
 and their one-edit drafts, on Spider's gold queries and on the published predictions of every
@@ -37,10 +37,9 @@ import logging
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
-from sqlglot.helper import name_sequence
 
 from cm_gym.domains.sql import sqlast
 
@@ -64,6 +63,8 @@ class Rendered:
     spans: dict[int, tuple[int, int]]
     index: dict[int, int]  # id(node of the shared tree) -> its DFS position
     tree: exp.Expression  # the shared tree, kept alive: `index` is by identity
+    #: DFS position -> whether that node's text is its own (`context_free`), as checked
+    free: dict[int, bool] = field(default_factory=dict)
 
     def span(self, node: exp.Expression) -> tuple[int, int] | None:
         """Where `node` (a node of the shared tree) was rendered; None when it has no span."""
@@ -73,12 +74,12 @@ class Rendered:
     @staticmethod
     def render(node: exp.Expression) -> str:
         """`node`'s text as its parent's handler would ask for it (`Generator.sql`), by this
-        thread's generator, set back to a new one's state first (`_render_generator`)."""
-        generator = _render_generator()
+        thread's generator, set back to a new one's state first (`sqlast.generator`)."""
+        generator = sqlast.generator()
         try:
-            return generator.sql(node)  # type: ignore[attr-defined]
+            return generator.sql(node)
         except BaseException:
-            _LOCAL.generator = None  # (a render cut short may leave an option switched)
+            sqlast.drop_generator()  # (a render cut short may leave an option switched)
             raise
 
     def splice(
@@ -91,13 +92,22 @@ class Rendered:
         if span is None:
             return None
         start, end = span
-        if self.render(sqlast.copy_tree(node)) != self.raw[start:end]:
+        if not self.context_free(node, span):
             return None  # the node's text depends on its surroundings
         changed = change(sqlast.copy_tree(node))
         if changed is None:
             return None
         changed.parent = None  # (a holder the change used is dropped)
         return (self.raw[:start] + self.render(changed) + self.raw[end:]).strip()
+
+    def context_free(self, node: exp.Expression, span: tuple[int, int]) -> bool:
+        """Whether a detached copy of `node` renders to its span (its handler reads nothing
+        around it); checked once per node of the shared tree, which never changes."""
+        i = self.index[id(node)]
+        free = self.free.get(i)
+        if free is None:
+            free = self.free[i] = self.render(sqlast.copy_tree(node)) == self.raw[span[0] : span[1]]
+        return free
 
     def toggle_distinct(self, select: exp.Select) -> str | None:
         """The query's text with DISTINCT added to or removed from `select` (a SELECT of the
@@ -278,21 +288,6 @@ def _warn_once(exc: Exception) -> None:
     if not _warned:
         _warned.append(True)
         logger.info("SQL edits are rendered whole: this sqlglot's generator cannot mark spans (%s)", exc)
-
-
-_LOCAL = threading.local()
-
-
-def _render_generator() -> object:
-    """This thread's SQLite generator for single nodes, in a new generator's state: what a node's
-    rendering changes on the generator (the messages about unsupported syntax, the counter of
-    generated names) is reset; constructing one per node was 3% of a cold SpiderSQL-v0 process."""
-    generator = getattr(_LOCAL, "generator", None)
-    if generator is None:
-        generator = _LOCAL.generator = _plain_generator()
-    generator.unsupported_messages = []  # type: ignore[attr-defined]
-    generator._next_name = name_sequence("_t")  # type: ignore[attr-defined]
-    return generator
 
 
 def _plain_generator() -> object:

@@ -102,3 +102,51 @@ def test_parses_answers_as_parse_does_without_copying(sql: str, monkeypatch: pyt
     monkeypatch.setattr(sqlast, "copy_tree", lambda tree: pytest.fail("parses copied the tree"))
     monkeypatch.setattr(sqlast, "copy_tracking", lambda tree, track: pytest.fail("parses copied the tree"))
     assert sqlast.parses(sql) is expected
+
+
+def test_copy_tree_keeps_what_sqlglot_keeps_on_hashed_trees_and_odd_args() -> None:
+    """The inlined `set` / `append`: a cached hash survives only on a node without children (as
+    sqlglot's `set` drops it), empty and nested lists and non-atomic metadata copy the same."""
+    tree = sqlast.parse(QUERIES[0])
+    for node in list(tree.walk())[::2]:
+        hash(node)
+    assert any(n._hash is not None for n in tree.walk())
+    tree.set("empty", [])
+    tree.set("nested", [[exp.column("z")], "x"])
+    tree.find(exp.Column).meta["obj"] = {"nested": [1]}
+    inner = tree.args["nested"][0][0]
+    mine = sqlast.copy_tree(tree)
+    assert inner.parent is mine  # (sqlglot's `append` links a nested list's node to the copy)
+    theirs = tree.copy()
+    assert inner.parent is theirs and _same(mine, theirs)
+    assert [n._hash for n in mine.walk()] == [n._hash for n in theirs.walk()]
+    assert any(n._hash is not None for n in mine.walk())
+    assert mine.find(exp.Column).meta["obj"] is not tree.find(exp.Column).meta["obj"]
+
+
+def test_to_sql_reuses_one_generator_per_thread_and_drops_it_after_a_failed_render(monkeypatch) -> None:
+    """`sqlast.to_sql` renders with this thread's generator, reset before each use: the text is
+    sqlglot's own in every thread, and a rendering that raises leaves no half-set generator."""
+    import threading
+
+    first = sqlast.generator()
+    assert sqlast.generator() is first and first.unsupported_messages == []
+    texts: dict[int, list[str]] = {}
+
+    def render(i: int) -> None:
+        texts[i] = [sqlast.to_sql(sqlast.parse_shared(q)) for q in QUERIES * 20]
+        texts[i].append(str(sqlast.generator() is not first))
+
+    threads = [threading.Thread(target=render, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    expected = [sqlast.parse_shared(q).sql(dialect="sqlite") for q in QUERIES] * 20 + ["True"]
+    assert all(texts[i] == expected for i in range(4))
+    monkeypatch.setattr(type(first), "select_sql", lambda *a: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        sqlast.to_sql(sqlast.parse_shared(QUERIES[0]))
+    monkeypatch.undo()
+    assert sqlast.generator() is not first
+    assert sqlast.to_sql(sqlast.parse_shared(QUERIES[0])) == expected[0]

@@ -126,9 +126,13 @@ def test_splice_refuses_a_span_that_is_not_the_nodes_own_text() -> None:
     assert spans.raw[start:end] == "x > 1"
     flipped = spans.splice(node, lambda n: sqlast.CMP_BY_NAME["GTE"](this=n.this, expression=n.expression))
     assert flipped == "SELECT a FROM t WHERE x >= 1 AND y < 2"
+    assert spans.free == {spans.index[id(node)]: True}  # the check is kept for the node
+    spans = splice.rendered(tree, sqlast.normalize(query))
+    assert spans is not None
     spans.raw = spans.raw.replace("x > 1", "x >  1")  # the span no longer holds what the node renders
     spans.spans[spans.index[id(node)]] = (start, end + 1)
     assert spans.splice(node, lambda n: n) is None
+    assert spans.free == {spans.index[id(node)]: False}
     assert spans.span(sqlast.parse("SELECT 1")) is None  # a node of another tree has no span
 
 
