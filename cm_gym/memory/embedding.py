@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -99,6 +100,23 @@ def l2_rows(rows: np.ndarray) -> np.ndarray:
     return (rows.astype(np.float64) / norms[:, None] + 0.0).astype(np.float32)  # + 0.0: no -0.0
 
 
+def l2_count_row(counts: np.ndarray, total: int) -> np.ndarray:
+    """`l2_rows` of one row of integer `counts` that sum to `total`, bit for bit, in three numpy
+    calls instead of eight (4 us against 15 us per text). When every count is below 4,096 (surely
+    when `total` is) each square is exact in float32 and each partial sum of squares exact in
+    float64 (below 2**33), so the sum `l2_rows` adds up in index order is the integer
+    ``counts · counts``; its square root and the float64 division are the same operations. A
+    count of 0 stays +0.0 (no -0.0 to clear). Larger totals go through `l2_rows` itself."""
+    if total >= _EXACT_COUNTS:
+        return l2_rows(counts[None, :].astype(np.float32))[0]
+    squares = int(counts @ counts)
+    return counts.astype(np.float32) if squares == 0 else (counts / math.sqrt(squares)).astype(np.float32)
+
+
+#: below this many n-grams in a text, `l2_count_row` sums the squares as integers
+_EXACT_COUNTS = 4096
+
+
 class Embedder:
     """Embeds texts into L2-normalised float32 vectors; `embed_one` keeps a small LRU cache
     (RL training re-embeds the same state texts many times)."""
@@ -154,18 +172,16 @@ class Embedder:
         Exactly `HashingVectorizer.transform`'s rows (module doc), computed word by word:
         ``char_wb`` n-grams never cross whitespace, so a text's hashed n-gram counts are the sum
         of its words' (each word's feature indices hashed once, then cached); the integer counts
-        are summed exactly and normalised as sklearn normalises its sorted CSR row (`l2_rows`).
-        Texts share most words (the schema, the question), so a new text costs a split and a
-        count instead of re-deriving and hashing every n-gram."""
-        if len(texts) == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        counts = np.zeros((len(texts), self.dim), dtype=np.float32)
+        are summed exactly and normalised as sklearn normalises its sorted CSR row (`l2_rows`,
+        by way of `l2_count_row`). Texts share most words (the schema, the question), so a new
+        text costs a split and a count instead of re-deriving and hashing every n-gram."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             words = text.split()
             if words:
                 index = np.concatenate([self._word_indices(word) for word in words])
-                counts[row] = np.bincount(index, minlength=self.dim)
-        return l2_rows(counts)
+                out[row] = l2_count_row(np.bincount(index, minlength=self.dim), len(index))
+        return out
 
     def _word_indices(self, word: str) -> np.ndarray:
         """The feature index of each n-gram of one whitespace-free word (repeats kept: a count

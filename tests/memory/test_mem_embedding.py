@@ -107,6 +107,27 @@ def test_l2_rows_is_sklearns_csr_normalisation_bit_for_bit() -> None:
         assert l2_rows(rows).tobytes() == np.asarray(expected.toarray(), dtype=np.float32).tobytes()
 
 
+def test_l2_count_row_is_l2_rows_bit_for_bit_on_counts_of_any_size() -> None:
+    """`l2_count_row` sums the squares of small counts as integers: the same float32 bits as
+    `l2_rows` on sparse and dense counts, on a zero row, and past its exact bound (where it hands
+    over to `l2_rows`), whose single counts reach 5,000 (squares no longer exact in float32)."""
+    from cm_gym.memory.embedding import l2_count_row, l2_rows
+
+    rng = np.random.default_rng(36)
+    for trial in range(600):
+        counts = np.zeros(DIM, dtype=np.int64)
+        k = int(rng.integers(0, 300))
+        top = int(rng.choice([2, 40, 4095, 5001]))
+        np.add.at(counts, rng.integers(0, DIM, k), rng.integers(1, top, k))
+        if trial % 9 == 0:
+            counts[:] = 0
+        total = int(counts.sum())
+        expected = l2_rows(counts[None, :].astype(np.float32))[0]
+        assert l2_count_row(counts, total).tobytes() == expected.tobytes()
+        if total < 4096:  # the integer path itself, whatever the caller's bound
+            assert l2_count_row(counts, 0).tobytes() == expected.tobytes()
+
+
 def test_a_fresh_embedder_reads_the_vectors_an_earlier_one_stored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
