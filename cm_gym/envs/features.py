@@ -195,19 +195,20 @@ class SlotFeatures:
 
     def vector(self) -> np.ndarray:
         """The 7-dim slot vector, validity = 1."""
+        return np.array(self.values(), dtype=np.float32)
+
+    def values(self) -> list[float]:
+        """`vector`'s values before their float32 rounding (`build_observation` writes them)."""
         uses = max(0, self.uses)
-        return np.array(
-            [
-                self.relevance,
-                self.admission_score,
-                self.delta,
-                self.reuse_utility,
-                uses / (uses + USE_FREQUENCY_SCALE),
-                self.helpful_fraction if uses > 0 else 0.0,
-                1.0,
-            ],
-            dtype=np.float32,
-        )
+        return [
+            self.relevance,
+            self.admission_score,
+            self.delta,
+            self.reuse_utility,
+            uses / (uses + USE_FREQUENCY_SCALE),
+            self.helpful_fraction if uses > 0 else 0.0,
+            1.0,
+        ]
 
 
 @dataclass(frozen=True)
@@ -225,19 +226,20 @@ class BudgetFeatures:
 
     def vector(self) -> np.ndarray:
         """The six normalised budget features, in BUDGET_FEATURES order."""
+        return np.array(self.values(), dtype=np.float32)
+
+    def values(self) -> list[float]:
+        """`vector`'s values before their float32 rounding (`build_observation` writes them)."""
         md = max(1, self.max_decisions)
         mc = max(1, self.max_evaluator_calls)
-        return np.array(
-            [
-                max(0, md - self.decision) / md,
-                max(0, mc - self.evaluator_calls) / mc,
-                self.failures / md,
-                min(self.tokens / max(1, self.token_budget), 1.0),
-                self.last_score,
-                min(self.decision, md) / md,
-            ],
-            dtype=np.float32,
-        )
+        return [
+            max(0, md - self.decision) / md,
+            max(0, mc - self.evaluator_calls) / mc,
+            self.failures / md,
+            min(self.tokens / max(1, self.token_budget), 1.0),
+            self.last_score,
+            min(self.decision, md) / md,
+        ]
 
 
 @dataclass(frozen=True)
@@ -248,7 +250,10 @@ class SlotExtras:
     shown_before: bool
 
     def vector(self) -> np.ndarray:
-        return np.array([float(self.applies), float(self.shown_before)], dtype=np.float32)
+        return np.array(self.values(), dtype=np.float32)
+
+    def values(self) -> list[float]:
+        return [float(self.applies), float(self.shown_before)]
 
 
 def build_observation(
@@ -272,12 +277,13 @@ def build_observation(
         obs[STATE] = project(state_embedding)
     if draft_embedding is not None:
         obs[DRAFT] = project(draft_embedding)
-    for j, features in enumerate(slots, start=1):
-        obs[slot(j)] = features.vector()
-    obs[BUDGET] = budget.vector()
-    if layout == "extended":
-        for j, extra in enumerate(extras, start=1):
-            obs[extra_slot(j)] = extra.vector()
+    # the slots' and the budget's values written as one list each (each value rounded to float32
+    # as its `vector` rounds it): one conversion, not one small array per slot
+    if slots:
+        obs[SLOTS.start : SLOTS.start + SLOT_DIM * len(slots)] = [v for f in slots for v in f.values()]
+    obs[BUDGET] = budget.values()
+    if layout == "extended" and extras:
+        obs[EXTRA.start : EXTRA.start + EXTRA_DIM * len(extras)] = [v for e in extras for v in e.values()]
     return obs
 
 

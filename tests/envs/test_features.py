@@ -104,3 +104,38 @@ def test_mask_for_matches_mask_from_observation() -> None:
     for n in range(5):
         obs = F.build_observation(None, None, [F.SlotFeatures(0.2, 0, 0, 0, 0, 0)] * n, budget)
         np.testing.assert_array_equal(F.mask_for(n), F.mask_from_observation(obs))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")  # (1e300 as float32)
+def test_build_observation_writes_each_part_as_its_vector() -> None:
+    """The slots, budget and extras written as value lists hold exactly their `vector()`s (the
+    same float32 rounding) at `slot(j)`, `BUDGET` and `extra_slot(j)`, zeros elsewhere, for any
+    number of slots, either layout, and values float32 cannot hold (huge, tiny, NaN, negative)."""
+    rng = np.random.default_rng(48)
+    odd = [1e300, -1e-300, float("nan"), -0.0, 1 / 3, 7.0]
+    for trial in range(300):
+        layout = ("paper", "extended")[trial % 2]
+        k = int(rng.integers(0, F.N_SLOTS + 1))
+
+        def value() -> float:
+            return float(rng.choice(odd)) if rng.random() < 0.3 else float(rng.normal())
+
+        slots = [
+            F.SlotFeatures(value(), value(), value(), value(), int(rng.integers(-3, 50)), value())
+            for _ in range(k)
+        ]
+        budget = F.BudgetFeatures(*(int(x) for x in rng.integers(0, 40, 7)), value())
+        extras = [F.SlotExtras(bool(rng.random() < 0.5), bool(rng.random() < 0.5)) for _ in range(k)]
+        state = rng.random(F.EMBED_DIM).astype(np.float32) if trial % 3 else None
+        obs = F.build_observation(
+            state, None, slots, budget, extras if layout == "extended" else None, layout
+        )
+        expected = np.zeros(F.obs_dim(layout), dtype=np.float32)
+        if state is not None:
+            expected[F.STATE] = F.project(state)
+        for j, (features, extra) in enumerate(zip(slots, extras, strict=True), start=1):
+            expected[F.slot(j)] = features.vector()
+            if layout == "extended":
+                expected[F.extra_slot(j)] = extra.vector()
+        expected[F.BUDGET] = budget.vector()
+        assert obs.dtype == np.float32 and obs.tobytes() == expected.tobytes()
