@@ -96,7 +96,9 @@ def mentions(text: str, phrase: str) -> bool:
 
 
 def mentions_any(text: str, phrases: tuple[str, ...] | list[str]) -> bool:
-    return any(mentions(text, p) for p in phrases)
+    """`mentions` of any phrase, with the text lowered once (not once per phrase)."""
+    low = text.lower()
+    return any(_pattern(p.lower()).search(low) is not None for p in phrases)
 
 
 def found(text: str, phrases: tuple[str, ...] | list[str]) -> list[str]:
@@ -106,10 +108,16 @@ def found(text: str, phrases: tuple[str, ...] | list[str]) -> list[str]:
 
 def _blank(text: str, phrases: tuple[str, ...]) -> tuple[str, bool]:
     hit = False
-    for phrase in sorted(phrases, key=len, reverse=True):
+    for phrase in _longest_first(phrases):
         text, n = _pattern(phrase).subn(" # ", text)
         hit = hit or n > 0
     return text, hit
+
+
+@functools.lru_cache(maxsize=256)
+def _longest_first(phrases: tuple[str, ...]) -> tuple[str, ...]:
+    """`phrases` longest first (a stable sort: equal lengths keep their order), per phrase set."""
+    return tuple(sorted(phrases, key=len, reverse=True))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -161,7 +169,10 @@ def strict_wording(question: str, side: str = "any") -> bool:
     return any(s in strict and s not in inclusive for s in sides)
 
 
+@functools.lru_cache(maxsize=8192)
 def _without_bounds(question: str) -> str:
+    """The lowered question with its inclusive-bound phrases blanked (memoised: the order, top-k,
+    aggregate and null wordings each start from it, for every condition checked on a task)."""
     text, _ = _blank(question.lower(), LOWER_INCLUSIVE + UPPER_INCLUSIVE)
     return text
 
@@ -193,8 +204,9 @@ def order_wording(question: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=8192)
 def asks_top_k(question: str) -> bool:
-    """The question asks for the first/top N rows by some ranking."""
+    """The question asks for the first/top N rows by some ranking (memoised, as `order_wording`)."""
     return _TOP_K.search(_without_bounds(question)) is not None
 
 

@@ -151,3 +151,39 @@ def test_distilled_conditions_separate_generated_lookalike_pairs(gen_tasks: list
         rate = sum(flags) / len(flags)
         assert rate >= (0.75 if fam == "join_key" else 1.0), (fam, rate)
     assert {"boundary", "distinct", "aggregate", "null_check", "order", "join_key"} <= set(separated)
+
+
+def test_wording_shortcuts_answer_as_the_phrase_by_phrase_definitions() -> None:
+    """`mentions_any` lowers the text once, `_blank` sorts a phrase set once, the bound-free text
+    and top-k answer are memoised: the same answers as `mentions` phrase by phrase, on mixed-case
+    and non-ASCII texts (``"İ".lower()`` is two characters), asked twice."""
+    import random
+
+    from cm_gym.domains.sql import wording
+
+    rng = random.Random(35)
+    words = [
+        "At",
+        "least",
+        "MOST",
+        "top",
+        "3",
+        "İstanbul",
+        "first",
+        "no",
+        "more",
+        "than",
+        "ß",
+        "after",
+        "the",
+    ]
+    phrases = ["at least", "no more than", "most", "top 3", "istanbul", "i̇stanbul", "STRASSE", "after the"]
+    for _ in range(400):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
+        chosen = rng.sample(phrases, rng.randint(0, 4))
+        assert wording.mentions_any(text, chosen) == any(wording.mentions(text, p) for p in chosen)
+        expected = wording._blank(text.lower(), wording.LOWER_INCLUSIVE + wording.UPPER_INCLUSIVE)[0]
+        assert wording._without_bounds(text) == expected == wording._without_bounds(text)
+        assert wording.asks_top_k(text) == (wording._TOP_K.search(expected) is not None)
+    same_length = ("ab", "cd", "abc")
+    assert wording._longest_first(same_length) == ("abc", "ab", "cd")
