@@ -246,3 +246,19 @@ def test_long_words_are_hashed_like_sklearn_and_not_cached(dim: int) -> None:
     assert embedder.embed(texts).tobytes() == reference.tobytes()
     assert short in embedder._words and not any(w in embedder._words for w in long_words)
     assert embedder._words[short].dtype == (np.uint16 if dim <= 1 << 16 else np.intp)  # the 16-bit bound
+
+
+def test_ascii_words_hash_as_their_bytes_do() -> None:
+    """`hashed_indices(..., ascii_only=True)` hands mmh3 the strings themselves: the same indices
+    as their UTF-8 bytes give, on random ASCII words of every printable character (the embedder
+    takes this path only for ASCII words: mmh3 crashes on a str with a lone surrogate)."""
+    import random
+
+    from cm_gym.memory.embedding import char_wb_ngrams, hashed_indices
+
+    rng = random.Random(37)
+    for _ in range(300):
+        word = "".join(rng.choice([chr(c) for c in range(33, 127)]) for _ in range(rng.randint(1, 30)))
+        for size in (DIM, 7, 1 << 17):
+            grams = char_wb_ngrams(word, (3, 5))
+            assert np.array_equal(hashed_indices(grams, size, True), hashed_indices(grams, size))
