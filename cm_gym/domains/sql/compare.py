@@ -109,6 +109,9 @@ class Result:
     _sorted: list[Row] | None = None
     _plain: bool | None = None
     _plain_sorted: list[Row] | None = None
+    #: per form (raw or tagged) the column multisets `_permutations` compares (a kept reference
+    #: result computes them once, not on every wrong answer with its shape)
+    _columns: dict[bool, list[tuple[int, list[Any]]]] | None = None
 
     @property
     def norm(self) -> list[Row]:
@@ -146,13 +149,29 @@ class Result:
             self._plain_sorted = sorted(self.rows)
         return self._plain_sorted
 
+    def columns_as(self, plain: bool) -> list[tuple[int, list[Any]]]:
+        """Each column's `_column` multiset over `rows_as(plain)` (may raise ``TypeError`` when
+        `plain`: module doc)."""
+        cache = self._columns
+        if cache is None:
+            cache = self._columns = {}
+        out = cache.get(plain)
+        if out is None:
+            rows = self.rows_as(plain)
+            columns = zip(*rows, strict=False) if rows else [()] * self.ncols  # one C-level transpose
+            out = cache[plain] = [_column(values, plain) for values in columns]
+        return out
+
 
 _TUPLE = frozenset({tuple})
 _PLAIN = frozenset({int, str, bytes, type(None)})
 
 
 def _overlap(a: list[Row], b: list[Row]) -> int:
-    """Size of the multiset intersection of two sorted row lists (one merge walk)."""
+    """Size of the multiset intersection of two sorted row lists (one merge walk; none when one
+    list ends before the other starts)."""
+    if not a or not b or a[-1] < b[0] or b[-1] < a[0]:
+        return 0
     i = j = n = 0
     la, lb = len(a), len(b)
     while i < la and j < lb:
@@ -174,9 +193,7 @@ def _distinct(rows: list[Row]) -> list[Row]:
 def _permutations(pred: Result, ref: Result, plain: bool) -> list[tuple[int, ...]]:
     """Column orders of `pred` whose per-column value multisets match those of `ref`."""
     n = ref.ncols
-    ref_rows, pred_rows = ref.rows_as(plain), pred.rows_as(plain)
-    sig_ref = [_column(ref_rows, i, plain) for i in range(n)]
-    sig_pred = [_column(pred_rows, i, plain) for i in range(n)]
+    sig_ref, sig_pred = ref.columns_as(plain), pred.columns_as(plain)
     options = [[j for j in range(n) if sig_pred[j] == sig_ref[i]] for i in range(n)]
     if any(not o for o in options):
         return []
@@ -189,10 +206,9 @@ def _permutations(pred: Result, ref: Result, plain: bool) -> list[tuple[int, ...
     return out
 
 
-def _column(rows: list[Row], i: int, plain: bool) -> tuple[int, list[Any]]:
-    """Column `i`'s values as a multiset: (NULLs, the other values in order). Raw values cannot
+def _column(values: tuple[Any, ...], plain: bool) -> tuple[int, list[Any]]:
+    """One column's values as a multiset: (NULLs, the other values in order). Raw values cannot
     order NULLs (``None < None`` raises), so they are counted apart; the tagged ones need not be."""
-    values = [r[i] for r in rows]
     if not plain:
         return 0, sorted(values)
     nulls = values.count(None)
@@ -243,7 +259,14 @@ def _explain(pred: Result, ref: Result, ordered: bool, plain: bool = False) -> C
     partial = overlap / size
     if ordered and pred_sorted == ref_sorted:
         return _wrong(min(0.99, 0.5 * partial), "the right rows in the wrong order")
-    if _distinct(pred_sorted) == _distinct(ref_sorted):
+    # equal distinct rows need a shared row, the same least and the same greatest row: most wrong
+    # answers fail one of these, and then no distinct list is built
+    if (
+        overlap
+        and pred_sorted[0] == ref_sorted[0]
+        and pred_sorted[-1] == ref_sorted[-1]
+        and _distinct(pred_sorted) == _distinct(ref_sorted)
+    ):
         hint = "the right distinct rows, but with the wrong number of repeats (check DISTINCT)"
         return _wrong(min(0.99, partial), hint)
     extra = len(pred.rows) - overlap

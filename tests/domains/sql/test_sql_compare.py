@@ -193,3 +193,43 @@ def test_scored_outcomes_equal_ones_built_by_the_dataclass(partial: bool) -> Non
                             details={"rows": 1, "cols": 2, "expected_rows": 1, "expected_cols": 2, "ordered": True})  # fmt: skip
     with pytest.raises(dataclasses.FrozenInstanceError):
         got.score = 1.0  # type: ignore[misc]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 3).flatmap(lambda n: st.tuples(st.just(n), _rows(n))))
+def test_column_multisets_are_each_columns_values_and_kept(case: tuple[int, list]) -> None:
+    """`Result.columns_as` (what the column-permutation search compares) is, per column, the
+    NULL count and the other values in order (tagged: every value in order), computed once per
+    form, and one empty multiset per column on an empty result."""
+    from cm_gym.domains.sql.compare import norm_rows
+
+    ncols, rows = case
+    result = Result(rows, ncols)
+    tagged = result.columns_as(False)
+    assert tagged == [(0, sorted(r[i] for r in norm_rows(rows, 10))) for i in range(ncols)]
+    assert result.columns_as(False) is tagged
+    if result.plain:
+        try:
+            raw = result.columns_as(True)
+        except TypeError:
+            return  # an int and a text in one column: only the tags order them (module doc)
+        for i, (nulls, values) in enumerate(raw):
+            column = [r[i] for r in rows]
+            assert nulls == column.count(None) and values == sorted(v for v in column if v is not None)
+    assert Result([], ncols).columns_as(True) == [(0, [])] * ncols
+
+
+def test_overlap_of_sorted_rows_is_the_multiset_intersection() -> None:
+    """The merge walk, with its shortcut for lists whose ranges do not meet, counts what a
+    multiset intersection counts (repeats included)."""
+    import random
+
+    from cm_gym.domains.sql.compare import _overlap
+
+    rnd = random.Random(7)
+    for _ in range(500):
+        a = sorted((rnd.randint(0, 9), rnd.choice("ab")) for _ in range(rnd.randint(0, 6)))
+        b = sorted(
+            (rnd.randint(0, 9) + rnd.choice([0, 0, 12]), rnd.choice("ab")) for _ in range(rnd.randint(0, 6))
+        )
+        assert _overlap(a, b) == _overlap(b, a) == sum((Counter(a) & Counter(b)).values())

@@ -184,3 +184,37 @@ def test_evaluator_pickles_after_use(make_task: TaskFactory) -> None:
     clone = pickle.loads(pickle.dumps(evaluator))
     assert clone.budget_s == 1.5
     assert clone.check(AgentState(task), Action("SELECT name FROM people")).solved
+
+
+@pytest.mark.parametrize(
+    ("reference", "query"),
+    [
+        (
+            "SELECT name, age FROM people WHERE age >= 18",
+            "SELECT name, age FROM people WHERE age >= 18 ORDER BY name DESC",
+        ),
+        ("SELECT name, age FROM people WHERE age >= 18", "SELECT age, name FROM people WHERE age >= 18"),
+        ("SELECT name, age FROM people", "SELECT age, name FROM people ORDER BY name DESC"),
+    ],
+)
+def test_a_right_answer_in_another_order_has_the_scored_outcome(
+    make_task: TaskFactory, reference: str, query: str
+) -> None:
+    """A right answer whose rows differ from the reference's only in order (rows, columns or both)
+    gets the right answer's shared Outcome with its own steps: equal, field by field
+    and key by key, to the one `scored` builds from the comparison."""
+    from cm_gym.domains.sql.compare import compare
+    from cm_gym.domains.sql.outcomes import scored
+    from cm_gym.evaluators.budgets import SQLITE_STEPS, budget_details
+
+    task = make_task(reference)
+    evaluator = SQLEvaluator()
+    got = evaluator.check(AgentState(task), Action(query))
+    ref = evaluator.reference(task.meta["db_path"], reference, immutable=False)
+    result, status, _ = evaluator.run(task.meta["db_path"], query, immutable=False)
+    assert status == "ok" and result is not None and result.rows != ref.result.rows
+    budget = budget_details(SQLITE_STEPS, evaluator.step_budget, evaluator.last_run["steps"])
+    usual = scored(
+        result, ref.result, ref.ordered, compare(result, ref.result, ordered=ref.ordered), False, budget
+    )
+    assert got.solved and got == usual and list(got.details.items()) == list(usual.details.items())
