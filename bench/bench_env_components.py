@@ -14,8 +14,14 @@ the default store before the loop, outside the timing); ``--process second`` run
 process untimed, then times a second one with another seed on the same cache (what it left in
 the work memo). Several runs print each share's range.
 
+It also prints the share of the loop that Python's cyclic garbage collector takes (``gc.callbacks``
+with the same CPU clock; collections run inside whatever component allocates, so this share is
+inside the others), its collections and how many were full; ``--freeze`` calls ``gc.freeze()``
+right after the timed process's ``gym.make``, what a training script may do (the package does not:
+it changes the collector for the whole interpreter; docs/speed.md, fourteenth round).
+
     python bench/bench_env_components.py [--id cm_gym/SQL-v0] [--decisions 2000] [--runs 3]
-        [--process first|second] [--component NAME=module:qualified.name ...]
+        [--process first|second] [--freeze] [--component NAME=module:qualified.name ...]
 """
 
 from __future__ import annotations
@@ -43,11 +49,25 @@ COMPONENTS: tuple[tuple[str, str], ...] = (
 )
 
 _CHILD = r"""
-import functools, importlib, inspect, json, sys, time
+import functools, gc, importlib, inspect, json, sys, time
 import gymnasium as gym, numpy as np
 import cm_gym  # noqa: F401  (registers the ids)
 env_id, decisions, seed, where = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
+freeze = sys.argv[5] == "1"
 cpu, calls, on = {}, {}, [False]
+collector, collecting = [0.0, 0, 0], [0.0]  # CPU, collections, full collections; a collection's start
+
+def on_collection(phase, info):
+    if not on[0]:
+        return
+    if phase == "start":
+        collecting[0] = time.process_time()
+    else:
+        collector[0] += time.process_time() - collecting[0]
+        collector[1] += 1
+        collector[2] += info["generation"] == 2
+
+gc.callbacks.append(on_collection)
 
 def timed(name, fn):
     @functools.wraps(fn)
@@ -76,6 +96,8 @@ for name, target in where:
     else:
         setattr(owner, attr, timed(name, raw))
 env = gym.make(env_id)
+if freeze:
+    gc.freeze()  # what the make left, out of every later collection (a training script's choice)
 rng = np.random.default_rng(seed)
 obs, info = env.reset(seed=seed)
 on[0] = True
@@ -84,20 +106,26 @@ for _ in range(decisions):
     obs, _, term, trunc, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
     if term or trunc:
         obs, info = env.reset()
-print(json.dumps({"loop": time.process_time() - start, "cpu": cpu, "calls": calls}))
+print(json.dumps({"loop": time.process_time() - start, "cpu": cpu, "calls": calls, "gc": collector,
+                  "frozen": gc.get_freeze_count()}))
 """
 
 
-def one_run(env_id: str, decisions: int, seed: int, where: list[tuple[str, str]], process: str) -> dict:
-    """One fresh cache; the first process timed, or an untimed first one and a timed second."""
+def one_run(
+    env_id: str, decisions: int, seed: int, where: list[tuple[str, str]], process: str, freeze: bool = False
+) -> dict:
+    """One fresh cache; the first process timed, or an untimed first one and a timed second (with
+    `freeze`, ``gc.freeze()`` right after the timed process's ``gym.make``)."""
     with tempfile.TemporaryDirectory(prefix="cm_gym_components_") as cache:
         env = {**os.environ, "CM_GYM_CACHE": cache, "CM_GYM_PROGRESS": "0"}
         seeds = [seed + 10_000, seed] if process == "second" else [seed]
         out = None
         for i, s in enumerate(seeds):
-            timed = where if i == len(seeds) - 1 else []
+            last = i == len(seeds) - 1
+            timed = where if last else []
             res = subprocess.run(
-                [sys.executable, "-c", _CHILD, env_id, str(decisions), str(s), json.dumps(timed)],
+                [sys.executable, "-c", _CHILD, env_id, str(decisions), str(s), json.dumps(timed),
+                 "1" if freeze and last else "0"],
                 check=True, capture_output=True, text=True, env=env,
             )  # fmt: skip
             out = json.loads(res.stdout.strip().splitlines()[-1])
@@ -112,13 +140,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs", type=int, default=3, help="processes timed, each on a fresh cache")
     ap.add_argument("--process", choices=("first", "second"), default="first")
+    ap.add_argument("--freeze", action="store_true",
+                    help="gc.freeze() after the timed process's gym.make (what a training script may do)")  # fmt: skip
     ap.add_argument("--component", action="append", default=[], metavar="NAME=module:qual.name",
                     help="time this instead of the default list (repeatable)")  # fmt: skip
     args = ap.parse_args(argv)
     where = [tuple(c.split("=", 1)) for c in args.component] or list(COMPONENTS)
     if any(len(w) != 2 or ":" not in w[1] for w in where):
         ap.error("--component takes NAME=module:qualified.name")
-    runs = [one_run(args.id, args.decisions, args.seed + r, where, args.process) for r in range(args.runs)]  # type: ignore[arg-type]
+    runs = [
+        one_run(args.id, args.decisions, args.seed + r, where, args.process, args.freeze)  # type: ignore[arg-type]
+        for r in range(args.runs)
+    ]
     loops = [r["loop"] for r in runs]
     print(f"{args.id}, {args.process} process, {args.decisions} decisions, {args.runs} run(s): "
           f"the timed loop {min(loops):.2f}-{max(loops):.2f} CPU-s")  # fmt: skip
@@ -129,6 +162,11 @@ def main(argv: list[str] | None = None) -> int:
         per = [r["cpu"].get(name, 0.0) / max(1, c) * 1e6 for r, c in zip(runs, calls, strict=True)]
         print(f"  {name:<36}{min(shares):>12.1f}-{max(shares):.1f}%{round(sum(calls) / len(calls)):>8}"
               f"{min(per):>9.0f}-{max(per):.0f} us")  # fmt: skip
+    shares = [100 * r["gc"][0] / r["loop"] for r in runs]
+    full = [r["gc"][2] for r in runs]
+    print(f"  {'the cyclic garbage collector':<36}{min(shares):>12.1f}-{max(shares):.1f}%"
+          f"{round(sum(r['gc'][1] for r in runs) / len(runs)):>8}   collections, {min(full)}-{max(full)} full"
+          f"{' (gc.freeze() after gym.make)' if args.freeze else ''}; inside the components above")  # fmt: skip
     return 0
 
 

@@ -19,8 +19,14 @@ after a speed change: run this script with ``PYTHONPATH`` at the old tree to wri
 SAT and SMT, "raw disagrees" counts inputs where the raw tool decided and the world model's
 ``details["verdict"]`` says otherwise (must be 0).
 
+The SQL predictions are also split by kind of answer (`sql_kind`: rows identical to the
+reference's, rows the check compares and explains, SQL errors), each kind's CPU summed over the
+family's own interleaved rounds; ``--split-kinds`` also times each kind in a pass of its own (the
+kinds cost differently mixed than alone: docs/speed.md, fourteenth round).
+
 Usage: python bench/bench_world_models.py [--quick] [--only sql sat smt] [--rounds 3]
-       [--sat-limit N] [--smt-limit N] [--worst N] [--verdicts-out F] [--verdicts-against F]
+       [--sat-limit N] [--smt-limit N] [--worst N] [--split-kinds] [--verdicts-out F]
+       [--verdicts-against F]
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +94,8 @@ class Group:
     compare_verdict: bool = False  # the raw answer and details["verdict"] must agree
     #: the same check without the killable worker (``isolated=False``): what the sandbox costs
     inproc: Callable[[Task, str], Outcome] | None = None
+    #: a label per input (its kind of answer: `sql_kind`), printed as a split of the family's CPU
+    kinds: list[str] | None = None
 
 
 @dataclass
@@ -106,6 +114,8 @@ class Row:
     verdicts: dict[str, list[Any]] = field(default_factory=dict)
     #: per input: its name and the CPU seconds of each side, summed over the rounds
     per_input: list[tuple[str, float, float]] = field(default_factory=list)
+    #: per input: its kind (`Group.kinds`), or empty
+    kinds: list[str] = field(default_factory=list)
 
     def ratio(self, ours: list[float], raw: list[float]) -> float:
         values = [o / r for o, r in zip(ours, raw, strict=True) if r > 0]
@@ -154,8 +164,21 @@ def measure(group: Group, rounds: int) -> Row:
         if k == 3:
             row.inproc_cpu.append(cpu_sum[2])
     row.per_input = [(t.task_id, o, w) for (t, _), (o, w) in zip(group.items, each, strict=True)]
+    row.kinds = list(group.kinds or [])
     group.close()
     return row
+
+
+def kind_split(row: Row) -> list[tuple[str, int, float, float]]:
+    """Per kind of input (`Row.kinds`, first-seen order): (kind, inputs, our CPU, the raw tool's
+    CPU), summed over the inputs and rounds of the family's own interleaved measurement."""
+    out: dict[str, list[float]] = {}
+    for kind, (_, ours, raw) in zip(row.kinds, row.per_input, strict=True):
+        acc = out.setdefault(kind, [0, 0.0, 0.0])
+        acc[0] += 1
+        acc[1] += ours
+        acc[2] += raw
+    return [(kind, int(n), ours, raw) for kind, (n, ours, raw) in out.items()]
 
 
 # -- SQL ---------------------------------------------------------------------------------------
@@ -197,6 +220,7 @@ def sql_groups(
                           (f"spider {SPIDER_SYSTEM}", predicted)):  # fmt: skip
         if not items:
             continue
+        kinds = [sql_kind(task, text) for task, text in items] if items is predicted else None
         evaluator = SQLEvaluator()
         evaluator.memo.size = 0  # time every check (the verdict memo would answer repeats)
         out.append(
@@ -208,9 +232,34 @@ def sql_groups(
                 raw,
                 pids=lambda ev=evaluator: (ev._worker.pid,) if ev._worker is not None else (),
                 close=evaluator.close,
+                kinds=kinds,
             )
         )
     return out
+
+
+#: the kinds of answer `sql_kind` tells apart
+SQL_KINDS = ("identical rows", "compared", "error")
+
+
+def sql_kind(task: Task, text: str) -> str:
+    """What plain sqlite3 says of a prediction: "identical rows" (the same column count and row
+    list as the reference query: the check's shortest path, no comparison), "compared"
+    (other rows, or the same rows in another order: the check compares and explains), or "error"
+    (sqlite3 refuses or fails it). On its own read-only connection, outside any timing."""
+    from cm_gym.domains.sql.schema import ro_uri
+
+    conn = sqlite3.connect(ro_uri(task.meta["db_path"]), uri=True)
+    try:
+        got = conn.execute(text)
+        got_rows, got_cols = got.fetchall(), len(got.description or ())
+        ref = conn.execute(task.reference)
+        same = got_cols == len(ref.description or ()) and got_rows == ref.fetchall()
+    except (sqlite3.Error, ValueError):
+        return "error"
+    finally:
+        conn.close()
+    return SQL_KINDS[0] if same else SQL_KINDS[1]
 
 
 # -- SAT and SMT -------------------------------------------------------------------------------
@@ -292,6 +341,15 @@ def print_row(row: Row) -> None:
     )
 
 
+def print_kinds(row: Row) -> None:
+    """A family's CPU split by kind of input (`kind_split`): ratio of the sums over its rounds."""
+    for kind, n, ours, raw in kind_split(row):
+        ratio = ours / raw if raw > 0 else float("nan")
+        rounds = max(1, len(row.raw_cpu))
+        print(f"      {kind + ':':<30}{n:>6}{1e3 * raw / n / rounds:>10.3f}{1e3 * ours / n / rounds:>10.3f}"
+              f"{ratio:>8.2f}x")  # fmt: skip
+
+
 def print_worst(row: Row, k: int) -> None:
     """The `k` inputs whose check cost the most CPU beyond the raw tool's (where a family's ratio
     comes from)."""
@@ -317,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--verdicts-against", type=Path, default=None, help="count verdicts differing from this file"
     )
+    ap.add_argument("--split-kinds", action="store_true",
+                    help="also time each kind of SQL prediction in a pass of its own")  # fmt: skip
     ap.add_argument("--in-process", action="store_true",
                     help="also time each SAT/SMT check without its worker: the sandbox's share")  # fmt: skip
     args = ap.parse_args(argv)
@@ -341,9 +401,16 @@ def main(argv: list[str] | None = None) -> int:
         for group in build():
             row = measure(group, rounds)
             print_row(row)
+            if row.kinds:
+                print_kinds(row)
             if args.worst:
                 print_worst(row, args.worst)
             model_rows.append(row)
+            if args.split_kinds and group.kinds:
+                for kind in dict.fromkeys(group.kinds):  # each kind in a pass of its own (not in "all")
+                    items = [it for it, k in zip(group.items, group.kinds, strict=True) if k == kind]
+                    alone = replace(group, family=f"{kind}, alone", items=items, kinds=None)
+                    print_row(measure(alone, rounds))
         if len(model_rows) > 1:
             total = Row(model_rows[0].model, "all", sum(r.n for r in model_rows))
             attrs = ["raw_cpu", "ours_cpu", "raw_wall", "ours_wall"]
