@@ -19,32 +19,36 @@ def scored(
     budget: dict[str, Any] | None = None,
 ) -> Outcome:
     """The scored Outcome (`cmp` None means "equal to the reference")."""
-    nrows, ncols, erows, ecols = len(result.rows), result.ncols, len(expected.rows), expected.ncols
+    nrows, ncols = len(result.rows), result.ncols
     details = {
         "rows": nrows,
         "cols": ncols,
-        "expected_rows": erows,
-        "expected_cols": ecols,
+        "expected_rows": len(expected.rows),
+        "expected_cols": expected.ncols,
         "ordered": ordered,
     }
     if budget:
         details.update(budget)
+    shape = f"{nrows} row(s) x {ncols} column(s)"
     if cmp is None or cmp.correct:
-        feedback = f"Correct: the query returns the expected result ({nrows} row(s) x {ncols} column(s))."
-        return _outcome(1.0, True, feedback, "", details)
-    hint = f" Hint: {cmp.hint}." if cmp.hint else ""
+        return _outcome(1.0, True, f"Correct: the query returns the expected result ({shape}).", "", details)
     feedback = (
-        f"Wrong result: the query returned {nrows} row(s) x {ncols} column(s); the expected result has "
-        f"{erows} row(s) x {ecols} column(s).{hint}"
+        f"Wrong result: the query returned {shape}; the expected result has "
+        f"{len(expected.rows)} row(s) x {expected.ncols} column(s)."
     )
-    if len(feedback) > _LIMIT:
-        feedback = truncate(feedback, _LIMIT)
+    if cmp.hint:
+        feedback += f" Hint: {cmp.hint}."
     details["graded"] = cmp.partial  # result-set overlap (compare.py): graded evidence, not U
-    return _outcome(cmp.partial if partial else 0.0, False, feedback, "wrong result", details)
+    return _outcome(
+        cmp.partial if partial else 0.0,
+        False,
+        truncate(feedback, TRUNCATION["feedback"]),
+        "wrong result",
+        details,
+    )
 
 
 _new = object.__new__
-_LIMIT = TRUNCATION["feedback"]
 
 
 def solved_like(solved: Outcome, details: dict[str, Any]) -> Outcome:
