@@ -64,8 +64,18 @@ class Cost:
             self.cached_tokens += completion.total_tokens
 
     def add(self, other: Cost) -> None:
-        for name in self.__dataclass_fields__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        """Add `other`'s counters to these, field by field (`step` does twice per decision)."""
+        self.evaluator_calls += other.evaluator_calls
+        self.failures += other.failures
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cached_tokens += other.cached_tokens
+        self.llm_calls += other.llm_calls
+
+    def copy(self) -> Cost:
+        """An independent copy (``dataclasses.replace(self)`` without its field introspection)."""
+        return Cost(self.evaluator_calls, self.failures, self.prompt_tokens, self.completion_tokens,
+                    self.cached_tokens, self.llm_calls)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -247,10 +247,14 @@ class AgentState:
         return self
 
     def with_attempt(self, attempt: Attempt) -> AgentState:
-        return replace(self, attempts=self.attempts + (attempt,))
+        if type(self) is not AgentState:  # a subclass may have more fields: `replace` copies them
+            return replace(self, attempts=self.attempts + (attempt,))
+        return AgentState(self.task, self.attempts + (attempt,), self.reflections)  # (every decision)
 
     def with_reflection(self, reflection: str) -> AgentState:
-        return replace(self, reflections=self.reflections + (reflection,))
+        if type(self) is not AgentState:
+            return replace(self, reflections=self.reflections + (reflection,))
+        return AgentState(self.task, self.attempts, self.reflections + (reflection,))
 
     def render(self) -> str:
         """The state text used in prompts and embedded for retrieval (truncated to SPEC limits).

@@ -78,6 +78,15 @@ class ObservationMixin:
             last_score=self._state.last_score,
         )
 
+    def _blind(self, task: Task) -> Task:
+        """`task` with its reference blanked (what retrieval and the query text see), one copy per
+        task object: `reset` asks at every episode, and a Task has a dozen fields to copy."""
+        blinds: dict[str, tuple[Task, Task]] = self.__dict__.setdefault("_blinds", {})
+        hit = blinds.get(task.task_id)
+        if hit is None or hit[0] is not task:  # (a task replaced under the same id: a new copy)
+            hit = blinds[task.task_id] = (task, dataclasses.replace(task, reference=""))
+        return hit[1]
+
     def _first_decision_key(self) -> tuple[Any, ...] | None:
         """The memo key of the first decision of the current task, or None when it must be
         prepared afresh: the draft is a pure function of the task only when the agent's LLM says
@@ -110,14 +119,14 @@ class ObservationMixin:
                 memo.clear()
             memo[key] = _FirstDecision(
                 self._draft,
-                dataclasses.replace(self._draft_cost),
+                self._draft_cost.copy(),
                 self._agent.draft_mark(self._draft),
                 tuple(self._retrieved),
                 self._obs.copy(),
                 self._mask.copy(),
             )
             return
-        self._draft, self._draft_cost = hit.draft, dataclasses.replace(hit.cost)
+        self._draft, self._draft_cost = hit.draft, hit.cost.copy()
         self._agent.restore_draft(hit.draft, hit.mark)
         self._retrieved = list(hit.retrieved)
         self._obs, self._mask = hit.obs.copy(), hit.mask.copy()

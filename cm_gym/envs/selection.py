@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -343,7 +342,7 @@ class MemorySelectionEnv(
         options = check_reset_options(options)
         super().reset(seed=seed)
         self._task = self._next_task(options, seeded=seed is not None)
-        self._blind_task = dataclasses.replace(self._task, reference="")
+        self._blind_task = self._blind(self._task)
         self._state = AgentState(self._task)
         self._reset_counters()
         self._done = False

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -130,3 +131,16 @@ def test_a_reformatted_query_is_no_change_and_a_real_edit_is() -> None:
     assert "No usable" not in decision.outcome.feedback
     agent, task = _sql_agent({DRAFT_ACTION: query, REVISE_WITH_RECORD: query.replace(">", ">=")})
     assert agent.decide(AgentState(task), record).changed_by_memory
+
+
+def test_cost_add_and_copy_cover_every_field() -> None:
+    """`Cost.add` and `Cost.copy` name the fields one by one (no introspection on every
+    decision): each field, a new one included, must be added and copied."""
+    names = [f.name for f in dataclasses.fields(Cost)]
+    a = Cost(**{n: i + 1 for i, n in enumerate(names)})
+    b = Cost(**{n: 10 * (i + 1) for i, n in enumerate(names)})
+    copied = a.copy()
+    assert copied == a and copied is not a
+    a.add(b)
+    assert [getattr(a, n) for n in names] == [11 * (i + 1) for i in range(len(names))]
+    assert [getattr(copied, n) for n in names] == [i + 1 for i in range(len(names))]  # independent

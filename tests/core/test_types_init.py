@@ -83,3 +83,30 @@ def test_every_outcome_gets_its_own_details() -> None:
     a, b = Outcome(1.0, True), Outcome(1.0, True)
     assert a.details == {} and a.details is not b.details
     assert Outcome(1.0, True, details=None).details is None  # given: kept as given
+
+
+def test_with_attempt_and_reflection_are_replace() -> None:
+    """`with_attempt` / `with_reflection` build what ``dataclasses.replace`` builds (a subclass's
+    extra fields included), and leave the state they came from as it was."""
+
+    @dataclasses.dataclass(frozen=True, init=False)
+    class Tagged(AgentState):
+        tag: str = "x"
+
+        def __init__(self, task: Task, attempts: tuple[Attempt, ...] = (), reflections: tuple[str, ...] = (),
+                     tag: str = "x") -> None:  # fmt: skip
+            super().__init__(task, attempts, reflections)
+            self.__dict__["tag"] = tag
+
+    attempt = Attempt("SELECT 2", OUTCOME)
+    for state in (AgentState(TASK, (Attempt("a", OUTCOME),), ("r",)), Tagged(TASK, (), ("r",), tag="kept")):
+        before = list(vars(state).items())
+        for made, want in (
+            (state.with_attempt(attempt), dataclasses.replace(state, attempts=state.attempts + (attempt,))),
+            (
+                state.with_reflection("more"),
+                dataclasses.replace(state, reflections=state.reflections + ("more",)),
+            ),
+        ):
+            assert type(made) is type(state) and list(vars(made).items()) == list(vars(want).items())
+        assert list(vars(state).items()) == before

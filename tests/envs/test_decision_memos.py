@@ -11,6 +11,7 @@ shared value fails here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -96,3 +97,24 @@ def test_revision_memo_gives_the_fresh_simulators_reply(task_ids: list[str]) -> 
     for fields, first in asked:  # a hit, then a simulator that never saw the prompt
         assert sim.complete(REVISE_WITH_RECORD, fields) == first
         assert SimulatedLLM(seed=0).complete(REVISE_WITH_RECORD, fields) == first
+
+
+def test_blind_task_is_kept_per_task_and_follows_a_replaced_task(task_ids: list[str]) -> None:
+    """`reset` blanks the task's reference once per task object (what retrieval and the query
+    text see), and a task replaced under the same id gets a blind copy of the new one."""
+    env = MemorySelectionEnv(benchmark="SQL")
+    env.reset(seed=0, options={"task_id": task_ids[0]})
+    first = env._blind_task
+    assert first.reference == "" and first.task_id == task_ids[0]
+    assert dataclasses.replace(first, reference=env._task.reference) == env._task
+    env.reset(seed=1, options={"task_id": task_ids[1]})
+    env.reset(seed=2, options={"task_id": task_ids[0]})
+    assert env._blind_task is first
+    i = env._task_index[task_ids[0]]
+    env.tasks = (
+        *env.tasks[:i],
+        dataclasses.replace(env.tasks[i], prompt="Another question?"),
+        *env.tasks[i + 1 :],
+    )
+    env.reset(seed=3, options={"task_id": task_ids[0]})
+    assert env._blind_task.prompt == "Another question?" and env._blind_task.reference == ""

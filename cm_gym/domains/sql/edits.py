@@ -252,8 +252,9 @@ def join_candidates(column: str, table: str, column_types: Mapping[str, str], li
 def _join_edits(
     tree: exp.Expression, column_types: Mapping[str, str], spans: splice.Rendered | None = None
 ) -> Iterator[tuple[int, Change, str, str]]:
-    aliases = sqlast.table_aliases(tree)
-    for i, eq in enumerate(sqlast.join_key_eqs(tree)):
+    eqs = sqlast.join_key_eqs(tree)
+    aliases = sqlast.table_aliases(tree) if eqs else {}  # (a walk of the tree: only for join keys)
+    for i, eq in enumerate(eqs):
         for side in ("this", "expression"):
             col = eq.args[side]
             table = aliases.get(col.table.lower(), "") if col.table else ""
