@@ -22,11 +22,11 @@ the env's metrics see — are those of the first time, field for field
 (`tests/envs/test_transition_memo.py` runs the same decisions with and without the memo).
 The memo is per env instance, bounded (`TRANSITION_MEMO_SIZE`, cleared when full), and every
 array and container it hands out is a copy. It keeps what it can in forms Python's cyclic garbage
-collector need not scan: the records shown as a tuple of ids, the info as a tuple of keys (one per
-env for all decisions) and a tuple of values, with a list or dict value kept as a tuple (a tuple of
-atoms or arrays is untracked once the collector has seen it), and the info's values (26 on
-SQL-v0) take a tuple instead of a dict. On SQL-v0 a first process's 2,000 decisions leave the
-collector 21,300 more objects to walk instead of 25,100 (docs/speed.md, fifteenth round).
+collector need not scan: the records shown as a tuple of ids, and the info as one tuple of keys
+(shared by the env's decisions) beside a tuple of values, a list or dict value kept as a tuple (a
+tuple of atoms or arrays is untracked once the collector has seen it). On SQL-v0 a first process's
+2,000 decisions leave the collector 21,300 more objects to walk instead of 25,100 (docs/speed.md,
+fifteenth round).
 """
 
 from __future__ import annotations
